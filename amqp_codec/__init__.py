@@ -1,0 +1,90 @@
+"""amqp-codec: a generated, typed, sans-IO AMQP codec.
+
+Bytes in, typed frames out; typed objects in, bytes out::
+
+    from amqp_codec import FrameDecoder, NEED_DATA, encode_frame
+    from amqp_codec.v0_9_1 import Basic, BasicProperties
+
+    decoder = FrameDecoder()          # detects the protocol version from the stream
+    decoder.receive_data(data)
+    while (frame := decoder.next_frame()) is not NEED_DATA:
+        ...
+
+The generated protocol packages (``amqp_codec.v0_9_1``) hold the method and property
+classes; this package holds the frame layer, field tables and errors they share.
+"""
+
+from .assembly import Message, MessageAssembler
+from .base import FieldSpec, Method, Properties
+from .decoder import (
+    DEFAULT_MAX_BODY_SIZE,
+    DEFAULT_MAX_FRAME_SIZE,
+    NEED_DATA,
+    FrameDecoder,
+    NeedData,
+    decode_method,
+)
+from .errors import (
+    AMQPDecodeError,
+    AMQPEncodeError,
+    AMQPError,
+    CommandInvalidError,
+    FrameError,
+    FrameSyntaxError,
+    LimitExceededError,
+    UnexpectedFrameError,
+    UnsupportedProtocolError,
+)
+from .frames import (
+    ContentBodyFrame,
+    ContentHeaderFrame,
+    Frame,
+    HeartbeatFrame,
+    MethodFrame,
+    ProtocolHeader,
+    encode_frame,
+    encode_message,
+)
+from .protocol import ProtocolSpec
+from .replies import close_for_error
+from .table import DEFAULT_MAX_TABLE_DEPTH, FieldArray, FieldTable, Tagged, Timestamp
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DEFAULT_MAX_BODY_SIZE",
+    "DEFAULT_MAX_FRAME_SIZE",
+    "DEFAULT_MAX_TABLE_DEPTH",
+    "NEED_DATA",
+    "AMQPDecodeError",
+    "AMQPEncodeError",
+    "AMQPError",
+    "CommandInvalidError",
+    "ContentBodyFrame",
+    "ContentHeaderFrame",
+    "FieldArray",
+    "FieldSpec",
+    "FieldTable",
+    "Frame",
+    "FrameDecoder",
+    "FrameError",
+    "FrameSyntaxError",
+    "HeartbeatFrame",
+    "LimitExceededError",
+    "Message",
+    "MessageAssembler",
+    "Method",
+    "MethodFrame",
+    "NeedData",
+    "Properties",
+    "ProtocolHeader",
+    "ProtocolSpec",
+    "Tagged",
+    "Timestamp",
+    "UnexpectedFrameError",
+    "UnsupportedProtocolError",
+    "close_for_error",
+    "decode_method",
+    "encode_frame",
+    "encode_message",
+]

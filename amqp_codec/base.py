@@ -1,0 +1,91 @@
+"""Base classes and field metadata shared by every generated protocol package."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+__all__ = ["FieldSpec", "Method", "Properties", "slot_setters"]
+
+
+@dataclass(frozen=True, slots=True)
+class FieldSpec:
+    """What the spec says about one field of a method or one content property.
+
+    ``wire_type`` is the AMQP primitive: bit, octet, short, long, longlong, shortstr, longstr,
+    timestamp or table. ``reserved`` fields are hidden from constructors and encode as
+    ``default`` unless a decoded value was remembered.
+    """
+
+    name: str
+    attr: str
+    wire_type: str
+    default: Any
+    reserved: bool = False
+    label: str = ""
+
+
+class Method:
+    """Base of every generated method class (frozen, slotted dataclasses).
+
+    Class attributes describe the method as the spec does; instance attributes are its
+    fields. :meth:`encode` gives the method frame payload (class id, method id, arguments).
+    """
+
+    __slots__ = ()
+
+    NAME: ClassVar[str]
+    """The spec's name, ``"basic.publish"``."""
+    CLASS_ID: ClassVar[int]
+    METHOD_ID: ClassVar[int]
+    INDEX: ClassVar[int]
+    """``CLASS_ID << 16 | METHOD_ID``: the first four payload bytes as one big-endian number."""
+    SYNCHRONOUS: ClassVar[bool]
+    """The sender waits for one of :attr:`RESPONSES`."""
+    RESPONSES: ClassVar[tuple[type[Method], ...]]
+    HAS_CONTENT: ClassVar[bool]
+    """A content header and body frames follow this method."""
+    SENT_BY: ClassVar[frozenset[str]]
+    """Which peers may send it: ``"client"``, ``"server"`` or both."""
+    FIELDS: ClassVar[tuple[FieldSpec, ...]]
+
+    def encode(self) -> bytes:
+        """The method frame payload: class id, method id and the encoded fields."""
+        raise NotImplementedError
+
+
+class Properties:
+    """Base of every generated content-properties class (``BasicProperties``).
+
+    Every property is optional; ``None`` means absent (its flag bit is clear).
+    """
+
+    __slots__ = ()
+
+    CLASS_ID: ClassVar[int]
+    FIELDS: ClassVar[tuple[FieldSpec, ...]]
+    FLAGS: ClassVar[tuple[int, ...]]
+    """The flag bit of each field in :attr:`FIELDS`, in the same order."""
+
+    def encode(self) -> bytes:
+        """Property flags followed by the present properties."""
+        raise NotImplementedError
+
+    @property
+    def flags(self) -> int:
+        """The property flag word as it goes on the wire."""
+        word = 0
+        for spec, bit in zip(self.FIELDS, self.FLAGS, strict=True):
+            if getattr(self, spec.attr) is not None:
+                word |= bit
+        return word
+
+
+def slot_setters(cls: type[Method]) -> tuple[Callable[[Any, Any], None], ...]:
+    """The slot descriptors' setters of ``cls``'s fields, in :attr:`Method.FIELDS` order.
+
+    Generated decoders fill a fresh instance through these: it skips the frozen dataclass
+    ``__init__`` (which sets every field through ``object.__setattr__``) at half the cost.
+    """
+    return tuple(getattr(cls, spec.attr).__set__ for spec in cls.FIELDS)

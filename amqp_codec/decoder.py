@@ -1,0 +1,459 @@
+"""The incremental, sans-IO frame decoder.
+
+Feed bytes with :meth:`FrameDecoder.receive_data`; take frames with
+:meth:`FrameDecoder.next_frame` until it returns :data:`NEED_DATA`. No I/O, no threads, no
+callbacks: any event loop or a capture reader can drive it.
+
+Security properties, in order of the checks:
+
+* **Bounded work.** Incoming chunks are queued, not joined, until a whole frame (or frame
+  header) can be read, and each frame is then decoded in place inside one buffer. Every byte
+  is copied a constant number of times, so total work is O(n) however the stream is chunked.
+* **Limits before buffering.** A frame's size is checked against ``frame_max`` (or the safety
+  cap ``max_frame_size``) as soon as its 7-byte header is there, before its payload is waited
+  for. Content body sizes are checked against ``max_body_size`` at the content header, field
+  table nesting against ``max_table_depth``.
+* **One error type.** Bad bytes raise :class:`~amqp_codec.errors.AMQPDecodeError` carrying the
+  reply code, stream offset, channel, method and field. After an error the decoder stays
+  failed and raises the same error again, like a connection that must be closed.
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+from types import ModuleType
+from typing import Literal
+
+from .base import Method
+from .diagnose import locate_method_error, locate_properties_error
+from .errors import (
+    AMQPDecodeError,
+    CommandInvalidError,
+    FrameError,
+    FrameSyntaxError,
+    LimitExceededError,
+    UnexpectedFrameError,
+    UnsupportedProtocolError,
+)
+from .frames import (
+    FRAME_BODY,
+    FRAME_END,
+    FRAME_HEADER,
+    FRAME_HEARTBEAT,
+    FRAME_METHOD,
+    FRAME_OVERHEAD,
+    ContentBodyFrame,
+    ContentHeaderFrame,
+    Frame,
+    HeartbeatFrame,
+    MethodFrame,
+    ProtocolHeader,
+)
+from .protocol import ProtocolSpec, default_spec, spec_for_header, spec_for_start
+from .table import DEFAULT_MAX_TABLE_DEPTH
+
+__all__ = [
+    "DEFAULT_MAX_BODY_SIZE",
+    "DEFAULT_MAX_FRAME_SIZE",
+    "NEED_DATA",
+    "FrameDecoder",
+    "NeedData",
+]
+
+#: Frames larger than this are refused when no frame_max was negotiated. Real peers stay far
+#: below it (RabbitMQ's own ceiling for frame_max is 128 KiB by default), yet it leaves room
+#: for the oversized content headers RabbitMQ has been seen to send.
+DEFAULT_MAX_FRAME_SIZE = 64 * 1024 * 1024
+#: Content headers announcing a larger body are refused (RabbitMQ's historic maximum message
+#: size is 128 MiB; 4.x defaults to 16 MiB).
+DEFAULT_MAX_BODY_SIZE = 512 * 1024 * 1024
+
+_DIAGNOSABLE = (AMQPDecodeError, IndexError, struct.error, ValueError, OverflowError)
+
+
+class NeedData(enum.Enum):
+    """Type of the :data:`NEED_DATA` sentinel."""
+
+    NEED_DATA = "NEED_DATA"
+
+    def __repr__(self) -> str:
+        return "NEED_DATA"
+
+
+#: Returned by :meth:`FrameDecoder.next_frame` when no whole frame is buffered.
+NEED_DATA: Literal[NeedData.NEED_DATA] = NeedData.NEED_DATA
+
+_unpack_frame_header = struct.Struct(">BHI").unpack_from
+_unpack_index = struct.Struct(">I").unpack_from
+_unpack_content_header = struct.Struct(">HHQ").unpack_from
+_new = object.__new__
+# Slot setters: frames are built without the frozen dataclass __init__ (see base.slot_setters).
+_set_method_channel = vars(MethodFrame)["channel"].__set__
+_set_method_method = vars(MethodFrame)["method"].__set__
+_set_body_channel = vars(ContentBodyFrame)["channel"].__set__
+_set_body_payload = vars(ContentBodyFrame)["payload"].__set__
+
+
+def _resolve_spec(spec: ProtocolSpec | ModuleType | None) -> ProtocolSpec | None:
+    if spec is None or isinstance(spec, ProtocolSpec):
+        return spec
+    found = getattr(spec, "SPEC", None)
+    if isinstance(found, ProtocolSpec):
+        return found
+    raise TypeError(f"spec must be a ProtocolSpec or a generated package, not {spec!r}")
+
+
+class FrameDecoder:
+    """Decode a byte stream (one direction of one connection) into frames.
+
+    Args:
+        spec: the protocol version (``amqp_codec.v0_9_1`` or its ``SPEC``). ``None`` detects
+            it from the stream: the client's protocol header, or the server's
+            connection.start; a stream that starts mid-connection is read as 0-9-1.
+        frame_max: the negotiated frame_max (``connection.tune-ok``); a frame larger than it
+            raises a 501 error from its header. ``None`` or 0: no negotiated limit, only
+            ``max_frame_size``. Can be set later through :attr:`frame_max`.
+        max_frame_size: safety cap on any frame's payload when no frame_max applies.
+        max_body_size: largest body size a content header may announce (406 beyond).
+        max_table_depth: deepest field-table nesting accepted (502 beyond).
+    """
+
+    def __init__(
+        self,
+        spec: ProtocolSpec | ModuleType | None = None,
+        *,
+        frame_max: int | None = None,
+        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        max_body_size: int = DEFAULT_MAX_BODY_SIZE,
+        max_table_depth: int = DEFAULT_MAX_TABLE_DEPTH,
+    ) -> None:
+        self._spec = _resolve_spec(spec)
+        self._buf = b""
+        self._pos = 0  # next unread byte of _buf
+        self._base = 0  # stream offset of _buf[0]
+        self._pending: list[bytes] = []  # chunks received but not yet joined into _buf
+        self._pending_len = 0
+        self._started = False  # past the protocol header / first frame
+        self._error: AMQPDecodeError | None = None
+        self._eof = False
+        self.max_frame_size = max_frame_size
+        self.max_body_size = max_body_size
+        self.max_table_depth = max_table_depth
+        self._frame_max = 0
+        self._limit = max_frame_size
+        self.frame_max = frame_max or 0
+        #: How the protocol version was found: "given", "protocol header", "connection.start"
+        #: or "assumed" (a stream that began mid-connection).
+        self.detected_by: str | None = "given" if self._spec is not None else None
+
+    # -- configuration -------------------------------------------------------------------
+
+    @property
+    def spec(self) -> ProtocolSpec | None:
+        """The protocol version in use; ``None`` until detected."""
+        return self._spec
+
+    @property
+    def frame_max(self) -> int:
+        """The negotiated frame_max (0 = none); frames larger than it are refused (501)."""
+        return self._frame_max
+
+    @frame_max.setter
+    def frame_max(self, value: int) -> None:
+        if value and value <= FRAME_OVERHEAD:
+            raise ValueError(f"frame_max {value} is too small to carry a frame")
+        self._frame_max = value
+        self._limit = value - FRAME_OVERHEAD if value else self.max_frame_size
+
+    @property
+    def offset(self) -> int:
+        """Stream offset of the next byte to decode."""
+        return self._base + self._pos
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received but not yet decoded."""
+        return len(self._buf) - self._pos + self._pending_len
+
+    # -- input -----------------------------------------------------------------------------
+
+    def receive_data(self, data: bytes | bytearray | memoryview) -> None:
+        """Queue bytes received from the peer. ``b""`` marks the end of the stream."""
+        if not data:
+            self._eof = True
+            return
+        if self._eof:
+            raise RuntimeError("receive_data() after the end of the stream")
+        chunk = bytes(data)
+        self._pending.append(chunk)
+        self._pending_len += len(chunk)
+
+    def _fill(self, needed: int) -> bool:
+        """Make ``needed`` bytes available at ``_buf[_pos:]``; False if not received yet."""
+        have = len(self._buf) - self._pos
+        if have + self._pending_len < needed:
+            return False
+        self._base += self._pos
+        self._buf = self._buf[self._pos :] + b"".join(self._pending)
+        self._pos = 0
+        self._pending.clear()
+        self._pending_len = 0
+        return True
+
+    # -- output ----------------------------------------------------------------------------
+
+    def __iter__(self) -> FrameDecoder:
+        return self
+
+    def __next__(self) -> Frame:
+        frame = self.next_frame()
+        if frame is NEED_DATA:
+            raise StopIteration
+        return frame
+
+    def next_frame(self) -> Frame | Literal[NeedData.NEED_DATA]:
+        """The next whole frame, or :data:`NEED_DATA`. Raises :class:`AMQPDecodeError`."""
+        if self._error is not None:
+            raise self._error
+        try:
+            return self._next_frame()
+        except AMQPDecodeError as exc:
+            self._error = exc
+            raise
+
+    def _next_frame(self) -> Frame | Literal[NeedData.NEED_DATA]:
+        buf = self._buf
+        pos = self._pos
+        if len(buf) - pos < 7:
+            if not self._fill(7):
+                return self._need_data()
+            buf, pos = self._buf, 0
+        if not self._started:
+            return self._start(buf, pos)
+        frame_type, channel, size = _unpack_frame_header(buf, pos)
+        if size > self._limit:
+            raise self._too_large(size, channel)
+        end = pos + 7 + size
+        if end >= len(buf):
+            if not self._fill(size + FRAME_OVERHEAD):
+                return self._need_data()
+            buf, pos, end = self._buf, 0, 7 + size
+        if buf[end] != FRAME_END:
+            raise FrameError(
+                f"frame-end octet is 0x{buf[end]:02x}, not 0xce",
+                offset=self._base + end,
+                channel=channel,
+            )
+        start = pos + 7
+        if frame_type == FRAME_METHOD:
+            frame: Frame = self._method_frame(buf, start, end, channel)
+        elif frame_type == FRAME_BODY:
+            if channel == 0:
+                raise UnexpectedFrameError(
+                    "content body frame on channel 0", offset=self._base + pos, channel=0
+                )
+            frame = _new(ContentBodyFrame)
+            _set_body_channel(frame, channel)
+            _set_body_payload(frame, buf[start:end])
+        elif frame_type == FRAME_HEADER:
+            frame = self._content_header_frame(buf, start, end, channel)
+        elif frame_type == FRAME_HEARTBEAT:
+            if channel != 0 or size != 0:
+                raise FrameError(
+                    f"heartbeat frame on channel {channel} with {size} payload bytes "
+                    "(must be channel 0, empty)",
+                    offset=self._base + pos,
+                    channel=channel,
+                )
+            frame = HeartbeatFrame(0)
+        else:
+            raise FrameError(
+                f"unknown frame type {frame_type}", offset=self._base + pos, channel=channel
+            )
+        self._pos = end + 1
+        if self._pos == len(buf):  # all consumed: drop the buffer now rather than later
+            self._base += self._pos
+            self._buf = b""
+            self._pos = 0
+        return frame
+
+    def _need_data(self) -> Literal[NeedData.NEED_DATA]:
+        if self._eof and self.buffered:
+            raise FrameError(
+                f"stream ended inside a frame ({self.buffered} bytes left over)",
+                offset=self.offset,
+            )
+        return NEED_DATA
+
+    def _too_large(self, size: int, channel: int) -> AMQPDecodeError:
+        if self._frame_max:
+            return FrameError(
+                f"frame payload of {size} bytes exceeds the negotiated frame_max "
+                f"{self._frame_max} (at most {self._limit} payload bytes)",
+                offset=self.offset,
+                channel=channel,
+            )
+        return LimitExceededError(
+            f"frame payload of {size} bytes exceeds the safety cap max_frame_size "
+            f"{self.max_frame_size}",
+            reply_code=501,
+            offset=self.offset,
+            channel=channel,
+        )
+
+    def _start(self, buf: bytes, pos: int) -> Frame | Literal[NeedData.NEED_DATA]:
+        """The first thing in the stream: a protocol header, or a frame that names the version."""
+        if buf[pos : pos + 4] == b"AMQP":
+            header = ProtocolHeader(*buf[pos + 4 : pos + 8])
+            self._pos = pos + 8
+            self._started = True
+            if self._spec is None:
+                self._spec = spec_for_header(header.version_bytes)
+                if self._spec is None:
+                    raise UnsupportedProtocolError(
+                        f"protocol header AMQP {' '.join(map(str, header.version_bytes))} "
+                        "names a version this codec does not support",
+                        offset=self._base + pos,
+                    )
+                self.detected_by = "protocol header"
+            return header
+        if self._spec is None:
+            frame_type, _channel, size = _unpack_frame_header(buf, pos)
+            if frame_type == FRAME_METHOD and size >= 6 and len(buf) - pos < 13:
+                if not self._fill(13):
+                    return self._need_data()
+                buf, pos = self._buf, 0
+            if (
+                frame_type == FRAME_METHOD
+                and size >= 6
+                and buf[pos + 7 : pos + 11] == b"\x00\x0a\x00\x0a"
+            ):
+                # connection.start: version-major and version-minor are its first two octets.
+                major, minor = buf[pos + 11], buf[pos + 12]
+                self._spec = spec_for_start(major, minor)
+                if self._spec is None:
+                    raise UnsupportedProtocolError(
+                        f"connection.start offers AMQP {major}-{minor}, which this codec "
+                        "does not support",
+                        offset=self._base + pos,
+                    )
+                self.detected_by = "connection.start"
+            else:
+                self._spec = default_spec()
+                self.detected_by = "assumed"
+        self._started = True
+        return self._next_frame()
+
+    def _method_frame(self, buf: bytes, start: int, end: int, channel: int) -> MethodFrame:
+        spec = self._spec
+        assert spec is not None  # set by _start before any frame is decoded
+        try:
+            method = _decode_method(spec, buf, start, end, self.max_table_depth)
+        except AMQPDecodeError as exc:
+            raise self._relocate(exc, channel) from None
+        if (spec.connection_class_id == method.CLASS_ID) != (channel == 0):
+            raise CommandInvalidError(
+                f"{method.NAME} on channel {channel}: channel 0 carries the connection "
+                "class and only it",
+                offset=self._base + start - 7,
+                channel=channel,
+                class_id=method.CLASS_ID,
+                method_id=method.METHOD_ID,
+            )
+        frame = _new(MethodFrame)
+        _set_method_channel(frame, channel)
+        _set_method_method(frame, method)
+        return frame
+
+    def _content_header_frame(
+        self, buf: bytes, start: int, end: int, channel: int
+    ) -> ContentHeaderFrame:
+        spec = self._spec
+        assert spec is not None
+        if channel == 0:
+            raise UnexpectedFrameError(
+                "content header frame on channel 0", offset=self._base + start - 7, channel=0
+            )
+        if end - start < 14:
+            raise FrameSyntaxError(
+                f"content header of {end - start} bytes is shorter than its fixed part",
+                offset=self._base + start,
+                channel=channel,
+            )
+        class_id, weight, body_size = _unpack_content_header(buf, start)
+        decode = spec.property_decoders.get(class_id)
+        if decode is None:
+            raise CommandInvalidError(
+                f"content header for class {class_id}, which has no content",
+                offset=self._base + start,
+                channel=channel,
+                class_id=class_id,
+            )
+        if body_size > self.max_body_size:
+            raise LimitExceededError(
+                f"content body of {body_size} bytes exceeds max_body_size {self.max_body_size}",
+                reply_code=406,
+                offset=self._base + start,
+                channel=channel,
+                class_id=class_id,
+            )
+        try:
+            properties = decode(buf, start + 12, end, self.max_table_depth)
+        except _DIAGNOSABLE as exc:
+            cls = spec.properties[class_id]
+            error = locate_properties_error(cls, buf, start + 12, end, self.max_table_depth, exc)
+            if error.offset is None:
+                error.offset = start
+            error.class_id = class_id
+            raise self._relocate(error, channel) from None
+        return ContentHeaderFrame(channel, class_id, body_size, properties, weight)
+
+    def _relocate(self, error: AMQPDecodeError, channel: int) -> AMQPDecodeError:
+        """Turn the error's buffer position into a stream offset and add the channel."""
+        if error.offset is not None:
+            error.offset += self._base
+        error.channel = channel
+        return error
+
+
+def decode_method(
+    payload: bytes,
+    spec: ProtocolSpec | ModuleType | None = None,
+    *,
+    max_table_depth: int = DEFAULT_MAX_TABLE_DEPTH,
+) -> Method:
+    """Decode one method frame payload (class id, method id, arguments) on its own.
+
+    Error offsets are positions in ``payload``.
+    """
+    data = bytes(payload)
+    return _decode_method(
+        _resolve_spec(spec) or default_spec(), data, 0, len(data), max_table_depth
+    )
+
+
+def _decode_method(spec: ProtocolSpec, buf: bytes, start: int, end: int, depth: int) -> Method:
+    """Decode the method payload ``buf[start:end]``; error offsets are positions in ``buf``."""
+    if end - start < 4:
+        raise FrameSyntaxError(
+            f"method payload of {end - start} bytes has no class and method id", offset=start
+        )
+    (index,) = _unpack_index(buf, start)
+    class_id, method_id = index >> 16, index & 0xFFFF
+    decode = spec.method_decoders.get(index)
+    if decode is None:
+        raise CommandInvalidError(
+            f"unknown method {class_id}.{method_id}",
+            offset=start,
+            class_id=class_id,
+            method_id=method_id,
+        )
+    try:
+        return decode(buf, start + 4, end, depth)
+    except _DIAGNOSABLE as exc:
+        cls = spec.methods[(class_id, method_id)]
+        error = locate_method_error(cls, buf, start + 4, end, depth, exc)
+        if error.offset is None:
+            error.offset = start
+        raise error.located(class_id=class_id, method_id=method_id) from None

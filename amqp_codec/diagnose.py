@@ -1,0 +1,119 @@
+"""Locate the field that broke a decode.
+
+The generated decoders are straight-line code with no per-field bookkeeping, so when one
+fails (a read past the buffer, a length past the frame, a bad table) the frame decoder asks
+this module to walk the same payload field by field and name the culprit. It runs only on
+the error path.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from .base import FieldSpec, Method, Properties
+from .errors import AMQPDecodeError, FrameSyntaxError
+from .table import decode_table
+
+_FIXED = {"octet": 1, "short": 2, "long": 4, "longlong": 8, "timestamp": 8}
+_U16 = struct.Struct(">H").unpack_from
+_U32 = struct.Struct(">I").unpack_from
+
+
+def _skip(spec: FieldSpec, buf: bytes, o: int, end: int, depth: int) -> int:
+    """Check one field at ``o``; return the offset after it or raise FrameSyntaxError."""
+    wire = spec.wire_type
+    if wire in _FIXED:
+        size = _FIXED[wire]
+        if o + size > end:
+            raise FrameSyntaxError(f"{wire} cut off by the end of the frame")
+        return o + size
+    if wire == "shortstr":
+        if o >= end:
+            raise FrameSyntaxError("short string length cut off by the end of the frame")
+        stop = o + 1 + buf[o]
+        if stop > end:
+            raise FrameSyntaxError(f"short string of {buf[o]} bytes runs past the frame")
+        return stop
+    if wire == "longstr":
+        if o + 4 > end:
+            raise FrameSyntaxError("long string length cut off by the end of the frame")
+        stop = o + 4 + int(_U32(buf, o)[0])
+        if stop > end:
+            raise FrameSyntaxError(f"long string of {stop - o - 4} bytes runs past the frame")
+        return stop
+    if wire == "table":
+        if o + 4 > end:
+            raise FrameSyntaxError("field table size cut off by the end of the frame")
+        return decode_table(buf, o, end, depth)[1]
+    raise FrameSyntaxError(f"unknown wire type {wire}")
+
+
+def _walk(fields: list[FieldSpec], buf: bytes, o: int, end: int, depth: int) -> int:
+    bits = 0
+    for spec in fields:
+        if spec.wire_type == "bit":
+            if bits == 0:
+                if o >= end:
+                    raise _at(
+                        FrameSyntaxError("bit octet cut off by the end of the frame"), spec, o
+                    )
+                o += 1
+            bits = (bits + 1) % 8
+            continue
+        bits = 0
+        try:
+            o = _skip(spec, buf, o, end, depth)
+        except AMQPDecodeError as exc:
+            raise _at(exc, spec, o) from None
+    return o
+
+
+def _at(exc: AMQPDecodeError, spec: FieldSpec, offset: int) -> AMQPDecodeError:
+    exc.field = spec.attr + (exc.field or "")
+    exc.offset = offset  # relative to the buffer; the frame decoder makes it a stream offset
+    return exc
+
+
+def locate_method_error(
+    cls: type[Method], buf: bytes, o: int, end: int, depth: int, original: BaseException
+) -> AMQPDecodeError:
+    """The located error for ``cls``'s arguments in ``buf[o:end]`` that failed with ``original``."""
+    try:
+        stop = _walk(list(cls.FIELDS), buf, o, end, depth)
+    except AMQPDecodeError as exc:
+        return exc
+    if stop != end:
+        return FrameSyntaxError(
+            f"{end - stop} bytes left over after the last field of {cls.NAME}", offset=stop
+        )
+    if isinstance(original, AMQPDecodeError):
+        return original
+    return FrameSyntaxError(f"{cls.NAME} arguments are malformed ({original})", offset=o)
+
+
+def locate_properties_error(
+    cls: type[Properties], buf: bytes, o: int, end: int, depth: int, original: BaseException
+) -> AMQPDecodeError:
+    """The located error for a property list of ``cls`` in ``buf[o:end]``."""
+    if (
+        isinstance(original, AMQPDecodeError)
+        and original.field is None
+        and "flags" in original.reason
+    ):
+        original.offset = o
+        return original
+    if o + 2 > end:
+        return FrameSyntaxError("property flags cut off by the end of the frame", offset=o)
+    flags = _U16(buf, o)[0]
+    present = [spec for spec, bit in zip(cls.FIELDS, cls.FLAGS, strict=True) if flags & bit]
+    try:
+        stop = _walk(present, buf, o + 2, end, depth)
+    except AMQPDecodeError as exc:
+        return exc
+    if stop != end:
+        return FrameSyntaxError(
+            f"{end - stop} bytes left over after the last property", offset=stop
+        )
+    if isinstance(original, AMQPDecodeError):
+        return original
+    return FrameSyntaxError(f"property list is malformed ({original})", offset=o)

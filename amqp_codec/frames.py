@@ -1,0 +1,178 @@
+"""Frame types and frame encoding.
+
+Frames are frozen, slotted dataclasses. :func:`encode_frame` turns any of them into bytes;
+for a frame the :class:`~amqp_codec.FrameDecoder` produced, the result is exactly the bytes
+the frame was decoded from. :func:`encode_message` writes a whole message (method, content
+header and body frames split at ``frame_max``) in one call.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from .base import Method, Properties
+from .errors import AMQPEncodeError
+
+__all__ = [
+    "FRAME_BODY",
+    "FRAME_END",
+    "FRAME_HEADER",
+    "FRAME_HEARTBEAT",
+    "FRAME_METHOD",
+    "ContentBodyFrame",
+    "ContentHeaderFrame",
+    "Frame",
+    "HeartbeatFrame",
+    "MethodFrame",
+    "ProtocolHeader",
+    "encode_frame",
+    "encode_message",
+]
+
+# Frame types and the frame-end octet; the same in AMQP 0-8 and 0-9-1.
+FRAME_METHOD = 1
+FRAME_HEADER = 2
+FRAME_BODY = 3
+FRAME_HEARTBEAT = 8
+FRAME_END = 0xCE
+FRAME_OVERHEAD = 8  # 7-byte header + frame-end octet
+
+_END = b"\xce"
+_FRAME_HEADER = struct.Struct(">BHI")
+_pack_header = _FRAME_HEADER.pack
+_pack_content_header = struct.Struct(">HHQ").pack
+
+
+@dataclass(frozen=True, slots=True)
+class ProtocolHeader:
+    """The 8-byte protocol header a client sends first: ``AMQP`` and four version octets.
+
+    For 0-9-1 the octets are protocol id 0, major 0, minor 9, revision 1. Older clients sent
+    ``AMQP 1 1 0 9`` (class 1, instance 1, major 0, minor 9); the fields keep whatever came.
+    """
+
+    protocol_id: int = 0
+    major: int = 0
+    minor: int = 9
+    revision: int = 1
+
+    @property
+    def version_bytes(self) -> bytes:
+        """The four octets after ``AMQP``."""
+        return bytes((self.protocol_id, self.major, self.minor, self.revision))
+
+
+@dataclass(frozen=True, slots=True)
+class MethodFrame:
+    """A method frame: one method on one channel."""
+
+    channel: int
+    method: Method
+
+
+@dataclass(frozen=True, slots=True)
+class ContentHeaderFrame:
+    """A content header frame: the body size and properties of the message that follows.
+
+    ``weight`` is unused by AMQP 0-9-1 and always 0 on the wire in practice; a decoded frame
+    keeps what arrived.
+    """
+
+    channel: int
+    class_id: int
+    body_size: int
+    properties: Properties
+    weight: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ContentBodyFrame:
+    """A content body frame: one slice of a message body."""
+
+    channel: int
+    payload: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatFrame:
+    """A heartbeat frame (always channel 0 when valid)."""
+
+    channel: int = 0
+
+
+Frame = ProtocolHeader | MethodFrame | ContentHeaderFrame | ContentBodyFrame | HeartbeatFrame
+
+
+def _frame(frame_type: int, channel: int, payload: bytes) -> bytes:
+    try:
+        return b"".join((_pack_header(frame_type, channel, len(payload)), payload, _END))
+    except struct.error:
+        raise AMQPEncodeError(
+            f"channel {channel!r} is not 0..65535 or payload is over 4 GiB", field="channel"
+        ) from None
+
+
+def encode_frame(frame: Frame) -> bytes:
+    """The wire bytes of ``frame``. Raises :class:`AMQPEncodeError` for values that don't fit."""
+    if isinstance(frame, MethodFrame):
+        return _frame(FRAME_METHOD, frame.channel, frame.method.encode())
+    if isinstance(frame, ContentBodyFrame):
+        return _frame(FRAME_BODY, frame.channel, bytes(frame.payload))
+    if isinstance(frame, ContentHeaderFrame):
+        return _frame(FRAME_HEADER, frame.channel, _content_header(frame))
+    if isinstance(frame, HeartbeatFrame):
+        return _frame(FRAME_HEARTBEAT, frame.channel, b"")
+    if isinstance(frame, ProtocolHeader):
+        try:
+            return b"AMQP" + frame.version_bytes
+        except ValueError:
+            raise AMQPEncodeError("protocol header octets must be 0..255") from None
+    raise AMQPEncodeError(f"not a frame: {type(frame).__name__}")
+
+
+def _content_header(frame: ContentHeaderFrame) -> bytes:
+    try:
+        fixed = _pack_content_header(frame.class_id, frame.weight, frame.body_size)
+    except struct.error:
+        raise AMQPEncodeError(
+            "class_id and weight must be 0..65535 and body_size 0..2**64-1", field="body_size"
+        ) from None
+    return fixed + frame.properties.encode()
+
+
+def encode_message(
+    channel: int,
+    method: Method,
+    properties: Properties,
+    body: bytes,
+    frame_max: int = 0,
+) -> bytes:
+    """Method frame, content header and body frames of one message, ready to send.
+
+    The body is split into frames of at most ``frame_max - 8`` bytes (the frame overhead);
+    ``frame_max=0`` means no limit, one body frame. An empty body has no body frames.
+    """
+    if not method.HAS_CONTENT:
+        raise AMQPEncodeError(f"{method.NAME} does not carry content")
+    if properties.CLASS_ID != method.CLASS_ID:
+        raise AMQPEncodeError(
+            f"{type(properties).__name__} belongs to class {properties.CLASS_ID}, "
+            f"{method.NAME} to class {method.CLASS_ID}"
+        )
+    size = len(body)
+    header = _pack_content_header(method.CLASS_ID, 0, size) + properties.encode()
+    parts = [_frame(FRAME_METHOD, channel, method.encode()), _frame(FRAME_HEADER, channel, header)]
+    if size:
+        if frame_max and frame_max <= FRAME_OVERHEAD:
+            raise AMQPEncodeError(
+                f"frame_max {frame_max} leaves no room for a body", field="frame_max"
+            )
+        chunk = frame_max - FRAME_OVERHEAD if frame_max else size
+        view = memoryview(body)
+        for start in range(0, size, chunk):
+            piece = view[start : start + chunk]
+            parts.append(_pack_header(FRAME_BODY, channel, len(piece)))
+            parts.append(piece)  # type: ignore[arg-type]
+            parts.append(_END)
+    return b"".join(parts)

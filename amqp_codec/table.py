@@ -1,0 +1,660 @@
+"""AMQP field tables and field arrays.
+
+Decoding accepts the union of value tags seen in the wild, with RabbitMQ's meanings:
+
+====  ==========================  ==================
+tag   wire type                   Python value
+====  ==========================  ==================
+t     boolean octet (0 or 1)      bool
+b/B   signed/unsigned 8-bit       int
+U/s   signed 16-bit               int
+u     unsigned 16-bit             int
+I/i   signed/unsigned 32-bit      int
+l/L   signed 64-bit               int
+f/d   IEEE 754 32/64-bit float    float
+D     scale octet + signed int32  decimal.Decimal
+S     long string                 str (bytes if not UTF-8)
+x     byte array                  bytes
+A     field array                 FieldArray
+T     64-bit timestamp            Timestamp (an int)
+F     nested field table          FieldTable
+V     void                        None
+====  ==========================  ==================
+
+A decoded table keeps key order, duplicate keys and every value's tag, so it re-encodes byte
+for byte; it still reads like a dict. Plain Python values are encoded the way RabbitMQ's own
+clients do (see :func:`tag_for`); :class:`Tagged` forces any tag.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import struct
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, cast
+
+from .errors import AMQPDecodeError, AMQPEncodeError, FrameSyntaxError, LimitExceededError
+
+__all__ = [
+    "DEFAULT_MAX_TABLE_DEPTH",
+    "FieldArray",
+    "FieldTable",
+    "Tagged",
+    "Timestamp",
+    "decode_table",
+    "encode_table",
+    "tag_for",
+]
+
+#: Nesting deeper than this is rejected: real tables (``x-death``) nest three or four levels.
+DEFAULT_MAX_TABLE_DEPTH = 32
+
+_U32 = struct.Struct(">I")
+_unpack_I = _U32.unpack_from
+_pack_I = _U32.pack
+_unpack_i = struct.Struct(">i").unpack_from
+_unpack_l = struct.Struct(">q").unpack_from
+_unpack_T = struct.Struct(">Q").unpack_from
+_unpack_d = struct.Struct(">d").unpack_from
+_unpack_f = struct.Struct(">f").unpack_from
+_unpack_h = struct.Struct(">h").unpack_from
+_unpack_H = struct.Struct(">H").unpack_from
+_unpack_b = struct.Struct(">b").unpack_from
+_unpack_D = struct.Struct(">Bi").unpack_from
+
+# Fixed-size integer and float tags: struct format and Python range, shared by encode checks.
+_FIXED_FORMATS: dict[str, struct.Struct] = {
+    "b": struct.Struct(">b"),
+    "B": struct.Struct(">B"),
+    "U": struct.Struct(">h"),
+    "s": struct.Struct(">h"),
+    "u": struct.Struct(">H"),
+    "I": struct.Struct(">i"),
+    "i": struct.Struct(">I"),
+    "l": struct.Struct(">q"),
+    "L": struct.Struct(">q"),
+    "T": struct.Struct(">Q"),
+}
+_INT_RANGES: dict[str, tuple[int, int]] = {
+    "b": (-(2**7), 2**7 - 1),
+    "B": (0, 2**8 - 1),
+    "U": (-(2**15), 2**15 - 1),
+    "s": (-(2**15), 2**15 - 1),
+    "u": (0, 2**16 - 1),
+    "I": (-(2**31), 2**31 - 1),
+    "i": (0, 2**32 - 1),
+    "l": (-(2**63), 2**63 - 1),
+    "L": (-(2**63), 2**63 - 1),
+    "T": (0, 2**64 - 1),
+}
+_ALL_TAGS = frozenset("tbBUusIiLlfdDSxATFV")
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
+
+
+class Timestamp(int):
+    """An AMQP timestamp: any unsigned 64-bit number, normally seconds since the epoch.
+
+    It stays an ``int`` because real peers also send milliseconds, which overflow ``datetime``;
+    :meth:`to_datetime` converts on request.
+    """
+
+    __slots__ = ()
+
+    def to_datetime(self, *, milliseconds: bool = False) -> _dt.datetime:
+        """The timestamp as an aware UTC datetime (raises ``OverflowError`` past year 9999)."""
+        seconds, millis = divmod(int(self), 1000) if milliseconds else (int(self), 0)
+        return _EPOCH + _dt.timedelta(seconds=seconds, milliseconds=millis)
+
+    @classmethod
+    def from_datetime(cls, value: _dt.datetime) -> Timestamp:
+        """Whole seconds since the epoch; a naive datetime is taken as UTC.
+
+        Raises :class:`AMQPEncodeError` for fractions of a second rather than dropping them.
+        """
+        if value.microsecond:
+            raise AMQPEncodeError(
+                "an AMQP timestamp holds whole seconds; this datetime has microseconds "
+                "(use .replace(microsecond=0) to drop them deliberately)"
+            )
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=_dt.UTC)
+        return cls((value - _EPOCH) // _dt.timedelta(seconds=1))
+
+    def __repr__(self) -> str:
+        return f"Timestamp({int(self)})"
+
+
+@dataclass(frozen=True, slots=True)
+class Tagged:
+    """A value with an explicit field-table tag, e.g. ``Tagged("f", 1.5)`` or ``Tagged("b", -3)``.
+
+    Use it where RabbitMQ's default mapping (see :func:`tag_for`) is not what the peer expects.
+    """
+
+    tag: str
+    value: Any
+
+    def __post_init__(self) -> None:
+        if self.tag not in _ALL_TAGS:
+            raise AMQPEncodeError(f"unknown field-table tag {self.tag!r}")
+
+
+class FieldTable(Mapping[str, Any]):
+    """An AMQP field table: ordered ``(key, tag, value)`` entries that read like a dict.
+
+    Lookups return the first entry with that key, as RabbitMQ does; :meth:`get_all` returns
+    every value of a duplicated key. Build one from a mapping or from ``(key, value)`` pairs;
+    a value may be :class:`Tagged` to force its tag. Tables are immutable.
+
+    ``==`` against another ``FieldTable`` compares entries including tags (wire identity);
+    against a plain mapping it compares values as Python sees them.
+    """
+
+    __slots__ = ("_entries", "_index")
+
+    _entries: list[tuple[str, str, Any]]
+    _index: dict[str, Any] | None
+
+    def __init__(self, items: Mapping[str, Any] | Iterable[tuple[str, Any]] = ()) -> None:
+        pairs = items.items() if isinstance(items, Mapping) else items
+        entries = []
+        for key, value in pairs:
+            if not isinstance(key, str):
+                raise AMQPEncodeError(f"field-table keys are str, not {type(key).__name__}")
+            if type(value) is Tagged:
+                entries.append((key, value.tag, value.value))
+            else:
+                entries.append((key, tag_for(value, key), value))
+        self._entries = entries
+        self._index = None
+
+    @classmethod
+    def from_entries(cls, entries: list[tuple[str, str, Any]]) -> FieldTable:
+        """Wrap decoded ``(key, tag, value)`` entries without re-checking them."""
+        table = cls.__new__(cls)
+        table._entries = entries
+        table._index = None
+        return table
+
+    def entries(self) -> list[tuple[str, str, Any]]:
+        """The ``(key, tag, value)`` entries in wire order (a copy)."""
+        return list(self._entries)
+
+    def _lookup(self) -> dict[str, Any]:
+        index = self._index
+        if index is None:
+            index = {}
+            for key, _tag, value in self._entries:
+                index.setdefault(key, value)
+            self._index = index
+        return index
+
+    def __getitem__(self, key: str) -> Any:
+        return self._lookup()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._lookup())
+
+    def __len__(self) -> int:
+        return len(self._lookup())
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._lookup()
+
+    def tag(self, key: str) -> str:
+        """The wire tag of the (first) value under ``key``."""
+        for k, tag, _value in self._entries:
+            if k == key:
+                return tag
+        raise KeyError(key)
+
+    def get_all(self, key: str) -> list[Any]:
+        """Every value stored under ``key``, in wire order (duplicates included)."""
+        return [value for k, _tag, value in self._entries if k == key]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain nested dicts and lists (first value of duplicated keys; tags dropped)."""
+        return {key: _plain(value) for key, value in self._lookup().items()}
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, FieldTable):
+            return self._entries == other._entries
+        if isinstance(other, Mapping):
+            return self._lookup() == dict(other.items())
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        if len(self._entries) == len(self._lookup()):
+            return f"FieldTable({self._lookup()!r})"
+        return f"FieldTable({[(k, v) for k, _t, v in self._entries]!r})"
+
+
+class FieldArray(Sequence[Any]):
+    """An AMQP field array: values that remember their tags. Immutable.
+
+    ``==`` against another ``FieldArray`` compares values and tags; against a list or tuple
+    it compares values.
+    """
+
+    __slots__ = ("_tags", "_values")
+
+    def __init__(self, values: Iterable[Any] = ()) -> None:
+        vals = []
+        tags = []
+        for i, value in enumerate(values):
+            if type(value) is Tagged:
+                tags.append(value.tag)
+                vals.append(value.value)
+            else:
+                tags.append(tag_for(value, f"[{i}]"))
+                vals.append(value)
+        self._values: list[Any] = vals
+        self._tags: list[str] = tags
+
+    @classmethod
+    def from_items(cls, values: list[Any], tags: list[str]) -> FieldArray:
+        """Wrap decoded values and their tags without re-checking them."""
+        array = cls.__new__(cls)
+        array._values = values
+        array._tags = tags
+        return array
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        """The wire tag of each value."""
+        return tuple(self._tags)
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._values[index]
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, FieldArray):
+            return self._values == other._values and self._tags == other._tags
+        if isinstance(other, (list, tuple)):
+            return self._values == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"FieldArray({self._values!r})"
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, FieldTable):
+        return value.to_dict()
+    if isinstance(value, FieldArray):
+        return [_plain(v) for v in value]
+    return value
+
+
+# --------------------------------------------------------------------------------------------
+# Decoding
+# --------------------------------------------------------------------------------------------
+
+
+def decode_table(
+    buf: bytes, offset: int, end: int, max_depth: int = DEFAULT_MAX_TABLE_DEPTH
+) -> tuple[FieldTable, int]:
+    """Decode a field table (4-byte size, then entries) at ``buf[offset:]``.
+
+    ``end`` bounds the enclosing frame payload: nothing past it is read. Returns the table and
+    the offset just after it. Raises :class:`AMQPDecodeError` (502) with the path to the bad
+    value in ``field``.
+    """
+    try:
+        (size,) = _unpack_I(buf, offset)
+    except struct.error:
+        raise FrameSyntaxError("field table size cut off") from None
+    start = offset + 4
+    stop = start + size
+    if stop > end:
+        raise FrameSyntaxError(f"field table of {size} bytes runs past the end of the frame")
+    return FieldTable.from_entries(_decode_entries(buf, start, stop, max_depth)), stop
+
+
+def _decode_entries(buf: bytes, o: int, end: int, depth: int) -> list[tuple[str, str, Any]]:
+    """Decode entries in ``buf[o:end]``; ``depth`` is how many more nesting levels may follow."""
+    entries: list[tuple[str, str, Any]] = []
+    append = entries.append
+    key = ""
+    try:
+        while o < end:
+            n = buf[o]
+            o += 1
+            key = buf[o : o + n].decode("utf-8", "surrogateescape")
+            o += n
+            tag = buf[o]
+            o += 1
+            # The most common tags are decoded inline; the rest go through _decode_value.
+            if tag == 83:  # S
+                (n,) = _unpack_I(buf, o)
+                o += 4
+                stop = o + n
+                if stop > end:
+                    raise FrameSyntaxError(f"long string of {n} bytes runs past its table")
+                raw = buf[o:stop]
+                o = stop
+                try:
+                    append((key, "S", raw.decode()))
+                except UnicodeDecodeError:
+                    append((key, "S", raw))
+            elif tag == 73:  # I
+                append((key, "I", _unpack_i(buf, o)[0]))
+                o += 4
+            elif tag == 116:  # t
+                b = buf[o]
+                o += 1
+                if b > 1:
+                    raise FrameSyntaxError(f"boolean octet is {b}, not 0 or 1")
+                append((key, "t", b == 1))
+            else:
+                value, o = _decode_value(buf, o, end, tag, depth)
+                append((key, chr(tag), value))
+        if o != end:
+            raise FrameSyntaxError("field table entry runs past the end of the table")
+    except AMQPDecodeError as exc:
+        exc.field = f'["{key}"]' + (exc.field or "")
+        raise
+    except (IndexError, struct.error):
+        raise FrameSyntaxError("field table entry cut off", field=f'["{key}"]') from None
+    return entries
+
+
+def _decode_array(buf: bytes, o: int, end: int, depth: int) -> FieldArray:
+    values: list[Any] = []
+    tags: list[str] = []
+    try:
+        while o < end:
+            tag = buf[o]
+            value, o = _decode_value(buf, o + 1, end, tag, depth)
+            values.append(value)
+            tags.append(chr(tag))
+        if o != end:
+            raise FrameSyntaxError("field array value runs past the end of the array")
+    except AMQPDecodeError as exc:
+        exc.field = f"[{len(values)}]" + (exc.field or "")
+        raise
+    except (IndexError, struct.error):
+        raise FrameSyntaxError("field array value cut off", field=f"[{len(values)}]") from None
+    return FieldArray.from_items(values, tags)
+
+
+def _decode_value(buf: bytes, o: int, end: int, tag: int, depth: int) -> tuple[Any, int]:
+    """Decode one value of type ``tag`` at ``o``; return it and the offset after it."""
+    if tag == 83 or tag == 120:  # S, x
+        (n,) = _unpack_I(buf, o)
+        o += 4
+        stop = o + n
+        if stop > end:
+            raise FrameSyntaxError(f"string of {n} bytes runs past its table")
+        raw = buf[o:stop]
+        if tag == 120:
+            return raw, stop
+        try:
+            return raw.decode(), stop
+        except UnicodeDecodeError:
+            return raw, stop
+    if tag == 70 or tag == 65:  # F, A
+        (n,) = _unpack_I(buf, o)
+        o += 4
+        stop = o + n
+        if stop > end:
+            raise FrameSyntaxError(f"nested table or array of {n} bytes runs past its parent")
+        if depth <= 0:
+            raise LimitExceededError(
+                "field tables and arrays nested deeper than the configured limit",
+                reply_code=502,
+            )
+        if tag == 70:
+            return FieldTable.from_entries(_decode_entries(buf, o, stop, depth - 1)), stop
+        return _decode_array(buf, o, stop, depth - 1), stop
+    if tag == 73:  # I
+        return _unpack_i(buf, o)[0], o + 4
+    if tag == 108 or tag == 76:  # l, L
+        return _unpack_l(buf, o)[0], o + 8
+    if tag == 116:  # t
+        b = buf[o]
+        if b > 1:
+            raise FrameSyntaxError(f"boolean octet is {b}, not 0 or 1")
+        return b == 1, o + 1
+    if tag == 84:  # T
+        return Timestamp(_unpack_T(buf, o)[0]), o + 8
+    if tag == 100:  # d
+        return _unpack_d(buf, o)[0], o + 8
+    if tag == 102:  # f
+        return _unpack_f(buf, o)[0], o + 4
+    if tag == 86:  # V
+        return None, o
+    if tag == 68:  # D
+        scale, mantissa = _unpack_D(buf, o)
+        return Decimal(f"{mantissa}E-{scale}"), o + 5
+    if tag == 105:  # i
+        return _unpack_I(buf, o)[0], o + 4
+    if tag == 115 or tag == 85:  # s, U
+        return _unpack_h(buf, o)[0], o + 2
+    if tag == 117:  # u
+        return _unpack_H(buf, o)[0], o + 2
+    if tag == 98:  # b
+        return _unpack_b(buf, o)[0], o + 1
+    if tag == 66:  # B
+        return buf[o], o + 1
+    raise FrameSyntaxError(f"unknown field-table value tag 0x{tag:02x}")
+
+
+# --------------------------------------------------------------------------------------------
+# Encoding
+# --------------------------------------------------------------------------------------------
+
+
+def tag_for(value: Any, field: str | None = None) -> str:
+    """The tag a plain Python value is encoded with, following RabbitMQ's clients.
+
+    bool→t, int→I if it fits signed 32-bit else l, float→d, Decimal→D, str→S,
+    bytes/bytearray/memoryview→x, datetime and :class:`Timestamp`→T, None→V, list/tuple→A,
+    mapping→F. Anything else, or an int past signed 64-bit, raises :class:`AMQPEncodeError`.
+    """
+    t = type(value)
+    if t is str:
+        return "S"
+    if t is bool:
+        return "t"
+    if t is int:
+        if -(2**31) <= value < 2**31:
+            return "I"
+        if -(2**63) <= value < 2**63:
+            return "l"
+        raise AMQPEncodeError(
+            f"int {value} does not fit a signed 64-bit field-table value", field=field
+        )
+    if value is None:
+        return "V"
+    if t is float:
+        return "d"
+    if isinstance(value, (Timestamp, _dt.datetime)):
+        return "T"
+    if isinstance(value, (FieldTable, Mapping)):
+        return "F"
+    if isinstance(value, (FieldArray, list, tuple)):
+        return "A"
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return "x"
+    if isinstance(value, Decimal):
+        return "D"
+    if isinstance(value, Tagged):
+        return value.tag
+    if isinstance(value, bool):
+        return "t"
+    if isinstance(value, int):
+        return tag_for(int(value), field)
+    if isinstance(value, float):
+        return "d"
+    if isinstance(value, str):
+        return "S"
+    raise AMQPEncodeError(
+        f"{type(value).__name__} has no field-table encoding (wrap it in Tagged to choose one)",
+        field=field,
+    )
+
+
+def encode_table(table: Mapping[str, Any] | None, field: str = "") -> bytes:
+    """Encode a field table with its 4-byte size prefix. ``None`` encodes as an empty table.
+
+    A :class:`FieldTable` keeps its order, duplicates and tags; a plain mapping is encoded in
+    its iteration order with :func:`tag_for` tags. Raises :class:`AMQPEncodeError` naming the
+    path of a bad value (``field`` is the prefix used for that path).
+    """
+    if not table:
+        return b"\x00\x00\x00\x00"
+    parts: list[bytes] = []
+    _encode_entries(table, parts, field)
+    body = b"".join(parts)
+    return _pack_I(len(body)) + body
+
+
+def _encode_entries(table: Mapping[str, Any], parts: list[bytes], path: str) -> None:
+    if type(table) is FieldTable:
+        entries: Iterable[tuple[str, str | None, Any]] = table._entries
+    else:
+        entries = ((k, None, v) for k, v in table.items())
+    append = parts.append
+    for key, tag, value in entries:
+        if not isinstance(key, str):
+            raise AMQPEncodeError(f"field-table keys are str, not {type(key).__name__}", field=path)
+        key_bytes = key.encode("utf-8", "surrogateescape")
+        if len(key_bytes) > 255:
+            raise AMQPEncodeError(
+                f"field-table key is {len(key_bytes)} bytes; the limit is 255", field=path
+            )
+        append(bytes((len(key_bytes),)))
+        append(key_bytes)
+        if tag is None:
+            if type(value) is str:  # the common case, inline
+                raw = value.encode()
+                append(b"S")
+                append(_pack_I(len(raw)))
+                append(raw)
+                continue
+            if type(value) is Tagged:
+                tag, value = value.tag, value.value
+            else:
+                tag = tag_for(value, f'{path}["{key}"]')
+        _encode_value(tag, value, parts, f'{path}["{key}"]')
+
+
+def _encode_value(tag: str, value: Any, parts: list[bytes], path: str) -> None:
+    """Append ``tag`` and ``value`` encoded as that tag."""
+    append = parts.append
+    append(tag.encode("ascii"))
+    try:
+        if tag == "S" or tag == "x":
+            if isinstance(value, str):
+                if tag == "x":
+                    raise AMQPEncodeError("tag 'x' takes bytes, not str", field=path)
+                raw = value.encode()
+            elif isinstance(value, (bytes, bytearray, memoryview)):
+                raw = bytes(value)
+            else:
+                raise AMQPEncodeError(
+                    f"tag {tag!r} takes str or bytes, not {type(value).__name__}", field=path
+                )
+            if len(raw) > 0xFFFFFFFF:
+                raise AMQPEncodeError("string longer than 4 GiB", field=path)
+            append(_pack_I(len(raw)))
+            append(raw)
+        elif tag == "F":
+            if not isinstance(value, Mapping):
+                raise AMQPEncodeError(
+                    f"tag 'F' takes a mapping, not {type(value).__name__}", field=path
+                )
+            append(encode_table(value, path))
+        elif tag == "A":
+            append(_encode_array(value, path))
+        elif tag == "t":
+            if type(value) is not bool and value not in (0, 1):
+                raise AMQPEncodeError(f"tag 't' takes a bool, not {value!r}", field=path)
+            append(b"\x01" if value else b"\x00")
+        elif tag == "V":
+            if value is not None:
+                raise AMQPEncodeError(f"tag 'V' takes None, not {value!r}", field=path)
+        elif tag == "d" or tag == "f":
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise AMQPEncodeError(f"tag {tag!r} takes a float, not {value!r}", field=path)
+            if isinstance(value, int) and float(value) != value:
+                raise AMQPEncodeError(
+                    f"int {value} is not exactly representable as a float", field=path
+                )
+            append(struct.pack(">d" if tag == "d" else ">f", value))
+        elif tag == "D":
+            append(_encode_decimal(value, path))
+        elif tag == "T" and isinstance(value, _dt.datetime):
+            try:
+                seconds = Timestamp.from_datetime(value)
+            except AMQPEncodeError as exc:
+                exc.field = path
+                raise
+            if seconds < 0:
+                raise AMQPEncodeError(
+                    "timestamps before 1970 do not fit an AMQP timestamp", field=path
+                )
+            append(_FIXED_FORMATS["T"].pack(seconds))
+        else:
+            fmt = _FIXED_FORMATS[tag]
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise AMQPEncodeError(f"tag {tag!r} takes an int, not {value!r}", field=path)
+            low, high = _INT_RANGES[tag]
+            if not low <= value <= high:
+                raise AMQPEncodeError(
+                    f"{value} is out of range for tag {tag!r} ({low}..{high})", field=path
+                )
+            append(fmt.pack(value))
+    except (OverflowError, struct.error) as exc:
+        raise AMQPEncodeError(
+            f"cannot encode {value!r} as tag {tag!r}: {exc}", field=path
+        ) from None
+
+
+def _encode_array(values: Any, path: str) -> bytes:
+    if isinstance(values, FieldArray):
+        items: Iterable[tuple[str, Any]] = zip(values._tags, values._values, strict=True)
+    elif isinstance(values, (list, tuple)):
+        items = (
+            (v.tag, v.value) if type(v) is Tagged else (tag_for(v, f"{path}[{i}]"), v)
+            for i, v in enumerate(values)
+        )
+    else:
+        raise AMQPEncodeError(
+            f"tag 'A' takes a list or tuple, not {type(values).__name__}", field=path
+        )
+    parts: list[bytes] = []
+    for i, (tag, value) in enumerate(items):
+        _encode_value(tag, value, parts, f"{path}[{i}]")
+    body = b"".join(parts)
+    return _pack_I(len(body)) + body
+
+
+def _encode_decimal(value: Any, path: str) -> bytes:
+    if not isinstance(value, Decimal):
+        raise AMQPEncodeError(
+            f"tag 'D' takes a decimal.Decimal, not {type(value).__name__}", field=path
+        )
+    if not value.is_finite():
+        raise AMQPEncodeError(f"{value} cannot be an AMQP decimal", field=path)
+    sign, digits, exp = value.as_tuple()
+    exponent = cast(int, exp)  # an int for every finite Decimal
+    if exponent > 0:  # 1E+2 is written exactly as 100 with scale 0
+        digits = digits + (0,) * exponent
+        exponent = 0
+    mantissa = int("".join(map(str, digits)) or "0") * (-1 if sign else 1)
+    if -exponent > 255 or not -(2**31) <= mantissa < 2**31:
+        raise AMQPEncodeError(
+            f"{value} does not fit an AMQP decimal (scale 0..255, signed 32-bit digits)", field=path
+        )
+    return struct.pack(">Bi", -exponent, mantissa)

@@ -1,0 +1,312 @@
+"""The normalised protocol model the templates print.
+
+Everything the templates need is computed here, once: Python names, resolved wire types,
+defaults as Python literals, response classes, which peer sends each method, and the wire
+plan (how fixed-size fields are grouped into struct calls and bits into octets).
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+from dataclasses import dataclass, field
+
+# AMQP primitive types (0-8 and 0-9-1) and their fixed struct codes; None = variable length.
+PRIMITIVES: dict[str, str | None] = {
+    "bit": None,
+    "octet": "B",
+    "short": "H",
+    "long": "I",
+    "longlong": "Q",
+    "timestamp": "Q",
+    "shortstr": None,
+    "longstr": None,
+    "table": None,
+}
+
+PY_TYPES = {
+    "bit": "bool",
+    "octet": "int",
+    "short": "int",
+    "long": "int",
+    "longlong": "int",
+    "timestamp": "Timestamp",
+    "shortstr": "str",
+    "longstr": "bytes",
+    "table": "FieldTable",
+}
+
+
+class ModelError(Exception):
+    """A problem in the spec or overlay, reported with file and line."""
+
+
+def py_attr(name: str) -> str:
+    """``"no-wait"`` / ``"routing key"`` → ``"no_wait"`` / ``"routing_key"``; ``global`` → ``global_``."""
+    attr = re.sub(r"[- ]+", "_", name.strip()).lower()
+    return attr + "_" if keyword.iskeyword(attr) else attr
+
+
+def py_class(name: str) -> str:
+    """``"start-ok"`` → ``"StartOk"``."""
+    return "".join(part.capitalize() for part in re.split(r"[- ]+", name.strip()))
+
+
+def const_name(name: str) -> str:
+    """``"frame-method"`` → ``"FRAME_METHOD"``."""
+    return re.sub(r"[- ]+", "_", name.strip()).upper()
+
+
+@dataclass
+class Constant:
+    name: str
+    value: int
+    error_class: str | None  # "soft-error", "hard-error" or None
+    doc: str
+    const: str = ""
+
+    def __post_init__(self) -> None:
+        self.const = const_name(self.name)
+
+
+@dataclass
+class Field:
+    name: str
+    wire_type: str
+    domain: str
+    label: str
+    doc: str
+    default: object
+    reserved: bool
+    asserts: list[str]
+    attr: str = ""
+    flag: int = 0  # property flag bit (content properties only)
+
+    def __post_init__(self) -> None:
+        self.attr = py_attr(self.name)
+
+    @property
+    def py_type(self) -> str:
+        return PY_TYPES[self.wire_type]
+
+    @property
+    def code(self) -> str | None:
+        """The struct code of a fixed-size field; None for variable-length ones and bits."""
+        return PRIMITIVES[self.wire_type]
+
+    @property
+    def default_literal(self) -> str:
+        if self.wire_type == "table":
+            return "FieldTable()"
+        if self.wire_type == "timestamp":
+            return f"Timestamp({self.default!r})"
+        return repr(self.default)
+
+
+@dataclass
+class Method:
+    name: str
+    index: int
+    synchronous: bool
+    content: bool
+    response_names: list[str]
+    sent_by: list[str]
+    label: str
+    doc: str
+    fields: list[Field]
+    class_name: str = ""
+    class_index: int = 0
+    py_name: str = ""
+    responses: list[Method] = field(default_factory=list)
+    decode_plan: list[Step] = field(default_factory=list)
+    encode_plan: list[Step] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.py_name = py_class(self.name)
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.class_name}.{self.name}"
+
+    @property
+    def qualname(self) -> str:
+        return f"{py_class(self.class_name)}.{self.py_name}"
+
+    @property
+    def func_suffix(self) -> str:
+        return f"{py_attr(self.class_name)}_{py_attr(self.name)}"
+
+    @property
+    def public_fields(self) -> list[Field]:
+        return [f for f in self.fields if not f.reserved]
+
+    @property
+    def reserved_fields(self) -> list[Field]:
+        return [f for f in self.fields if f.reserved]
+
+
+@dataclass
+class AmqpClass:
+    name: str
+    index: int
+    label: str
+    doc: str
+    methods: list[Method]
+    properties: list[Field]
+    py_name: str = ""
+
+    def __post_init__(self) -> None:
+        self.py_name = py_class(self.name)
+
+    @property
+    def properties_name(self) -> str:
+        return f"{self.py_name}Properties"
+
+    @property
+    def unused_flags(self) -> int:
+        """Flag bits no property uses (bit 0 is the continuation bit, never used here)."""
+        used = 0
+        for p in self.properties:
+            used |= p.flag
+        return 0xFFFF & ~used
+
+
+@dataclass
+class Spec:
+    source_name: str
+    source_sha256: str
+    overlay_name: str | None
+    overlay_sha256: str | None
+    package: str
+    major: int
+    minor: int
+    revision: int
+    constants: list[Constant]
+    classes: list[AmqpClass]
+    struct_formats: list[str] = field(default_factory=list)
+
+    @property
+    def version(self) -> str:
+        return f"{self.major}-{self.minor}" + (f"-{self.revision}" if self.revision else "")
+
+    @property
+    def methods(self) -> list[Method]:
+        return [m for c in self.classes for m in c.methods]
+
+    @property
+    def content_classes(self) -> list[AmqpClass]:
+        return [c for c in self.classes if c.properties]
+
+    @property
+    def property_formats(self) -> list[str]:
+        return sorted(
+            {
+                c
+                for cls in self.content_classes
+                for p in cls.properties
+                if (c := PRIMITIVES[p.wire_type])
+            }
+            | {"H"}
+        )
+
+    @property
+    def error_constants(self) -> list[Constant]:
+        return [c for c in self.constants if c.error_class]
+
+
+# --------------------------------------------------------------------------------------------
+# Wire plans: the straight-line steps a generated encoder or decoder performs.
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Step:
+    """One step of a wire plan.
+
+    kind "fixed": one struct call covering ``names`` (fields, or ``bitsN`` octets), ``fmt``
+    without the ``>``; kind "bits": split octet ``octet`` into ``bits`` (attr, mask) pairs;
+    kind "shortstr", "longstr", "table", "timestamp": one variable-length field ``names[0]``.
+    """
+
+    kind: str
+    names: list[str] = field(default_factory=list)
+    fmt: str = ""
+    octet: str = ""
+    bits: list[tuple[str, int]] = field(default_factory=list)
+    args: list[str] = field(default_factory=list)  # encode plans: the Python expression per name
+
+    @property
+    def size(self) -> int:
+        return sum({"B": 1, "H": 2, "I": 4, "Q": 8}[c] for c in self.fmt)
+
+    @property
+    def used_mask(self) -> int:
+        """The bits of a bit octet that fields use; any other bit set on the wire is an error."""
+        return sum(mask for _attr, mask in self.bits)
+
+
+def plan_fields(fields: list[Field], prefix: list[tuple[str, str]] | None = None) -> list[Step]:
+    """Group ``fields`` into wire steps: consecutive fixed-size fields and bit octets share one
+    struct call; consecutive bits share one octet (at most eight to an octet).
+
+    ``prefix`` is a list of (name, struct code) leading the first fixed run (the class and
+    method ids when encoding).
+    """
+    steps: list[Step] = []
+    run: Step | None = None
+    bits: Step | None = None
+    octets = 0
+
+    def fixed_run() -> Step:
+        nonlocal run
+        if run is None:
+            run = Step("fixed")
+            steps.append(run)
+        return run
+
+    if prefix:
+        for name, code in prefix:
+            r = fixed_run()
+            r.names.append(name)
+            r.fmt += code
+    for f in fields:
+        if f.wire_type == "bit":
+            if bits is None or len(bits.bits) == 8:
+                octet = f"bits{octets}"
+                octets += 1
+                r = fixed_run()
+                r.names.append(octet)
+                r.fmt += "B"
+                bits = Step("bits", octet=octet)
+                steps.append(bits)
+            bits.bits.append((f.attr, 1 << len(bits.bits)))
+            continue
+        bits = None
+        fixed_code = PRIMITIVES[f.wire_type]
+        if fixed_code is not None:
+            r = fixed_run()
+            r.names.append(f.attr)
+            r.fmt += fixed_code
+            if f.wire_type == "timestamp":
+                steps.append(Step("timestamp", names=[f.attr]))
+        else:
+            run = None
+            steps.append(Step(f.wire_type, names=[f.attr]))
+    return steps
+
+
+def attach_encode_args(steps: list[Step], constants: dict[str, int]) -> None:
+    """Give each fixed step of an encode plan the expressions its struct call packs."""
+    octets = {s.octet: s for s in steps if s.kind == "bits"}
+    for step in steps:
+        if step.kind != "fixed":
+            continue
+        for name in step.names:
+            if name in constants:
+                step.args.append(str(constants[name]))
+            elif name in octets:
+                step.args.append(
+                    " | ".join(f"(self.{attr} and {mask} or 0)" for attr, mask in octets[name].bits)
+                )
+            else:
+                step.args.append(f"self.{name}")
