@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import enum
 import struct
+from collections.abc import Mapping
 from types import ModuleType
 from typing import Literal
 
@@ -50,7 +51,13 @@ from .frames import (
     MethodFrame,
     ProtocolHeader,
 )
-from .protocol import ProtocolSpec, default_spec, spec_for_header, spec_for_start
+from .protocol import (
+    MethodDecoder,
+    ProtocolSpec,
+    default_spec,
+    spec_for_header,
+    spec_for_start,
+)
 from .table import DEFAULT_MAX_TABLE_DEPTH
 
 __all__ = [
@@ -93,6 +100,12 @@ _set_method_channel = vars(MethodFrame)["channel"].__set__
 _set_method_method = vars(MethodFrame)["method"].__set__
 _set_body_channel = vars(ContentBodyFrame)["channel"].__set__
 _set_body_payload = vars(ContentBodyFrame)["payload"].__set__
+_set_header_channel = vars(ContentHeaderFrame)["channel"].__set__
+_set_header_class_id = vars(ContentHeaderFrame)["class_id"].__set__
+_set_header_body_size = vars(ContentHeaderFrame)["body_size"].__set__
+_set_header_properties = vars(ContentHeaderFrame)["properties"].__set__
+_set_header_weight = vars(ContentHeaderFrame)["weight"].__set__
+_HEARTBEAT = HeartbeatFrame(0)  # frozen, so one instance serves every heartbeat
 
 
 def _resolve_spec(spec: ProtocolSpec | ModuleType | None) -> ProtocolSpec | None:
@@ -136,6 +149,9 @@ class FrameDecoder:
         self._pending_len = 0
         self._started = False  # past the protocol header / first frame
         self._error: AMQPDecodeError | None = None
+        self._fast = False  # next_frame's fast path is on once the version is known
+        self._method_decoders: Mapping[int, MethodDecoder] = {}
+        self._connection_class = -1
         self._eof = False
         self.max_frame_size = max_frame_size
         self.max_body_size = max_body_size
@@ -185,9 +201,15 @@ class FrameDecoder:
             return
         if self._eof:
             raise RuntimeError("receive_data() after the end of the stream")
-        chunk = bytes(data)
-        self._pending.append(chunk)
-        self._pending_len += len(chunk)
+        chunk = data if type(data) is bytes else bytes(data)
+        if not self._pending_len and self._pos == len(self._buf):
+            # Everything so far is decoded: decode the new chunk in place, no copy.
+            self._base += self._pos
+            self._buf = chunk
+            self._pos = 0
+        else:
+            self._pending.append(chunk)
+            self._pending_len += len(chunk)
 
     def _fill(self, needed: int) -> bool:
         """Make ``needed`` bytes available at ``_buf[_pos:]``; False if not received yet."""
@@ -214,12 +236,44 @@ class FrameDecoder:
 
     def next_frame(self) -> Frame | Literal[NeedData.NEED_DATA]:
         """The next whole frame, or :data:`NEED_DATA`. Raises :class:`AMQPDecodeError`."""
+        # Fast path: a whole, valid method or body frame already in the buffer. Anything
+        # else (more data needed, the stream's start, other frame types, any error) goes to
+        # _next_frame, which decodes it again with every check and the located errors.
+        buf = self._buf
+        pos = self._pos
+        if self._fast and len(buf) - pos > 7:
+            frame_type, channel, size = _unpack_frame_header(buf, pos)
+            end = pos + 7 + size
+            if end < len(buf) and size <= self._limit and buf[end] == 206:
+                if frame_type == 1 and size >= 4:
+                    (index,) = _unpack_index(buf, pos + 7)
+                    decode = self._method_decoders.get(index)
+                    if decode is not None and ((index >> 16) == self._connection_class) == (
+                        channel == 0
+                    ):
+                        try:
+                            method = decode(buf, pos + 11, end, self.max_table_depth)
+                        except _DIAGNOSABLE:
+                            pass
+                        else:
+                            frame: Frame = _new(MethodFrame)
+                            _set_method_channel(frame, channel)
+                            _set_method_method(frame, method)
+                            self._pos = end + 1
+                            return frame
+                elif frame_type == 3 and channel:
+                    frame = _new(ContentBodyFrame)
+                    _set_body_channel(frame, channel)
+                    _set_body_payload(frame, buf[pos + 7 : end])
+                    self._pos = end + 1
+                    return frame
         if self._error is not None:
             raise self._error
         try:
             return self._next_frame()
         except AMQPDecodeError as exc:
             self._error = exc
+            self._fast = False
             raise
 
     def _next_frame(self) -> Frame | Literal[NeedData.NEED_DATA]:
@@ -266,7 +320,7 @@ class FrameDecoder:
                     offset=self._base + pos,
                     channel=channel,
                 )
-            frame = HeartbeatFrame(0)
+            frame = _HEARTBEAT
         else:
             raise FrameError(
                 f"unknown frame type {frame_type}", offset=self._base + pos, channel=channel
@@ -305,9 +359,15 @@ class FrameDecoder:
     def _start(self, buf: bytes, pos: int) -> Frame | Literal[NeedData.NEED_DATA]:
         """The first thing in the stream: a protocol header, or a frame that names the version."""
         if buf[pos : pos + 4] == b"AMQP":
+            if len(buf) - pos < 8:
+                if not self._fill(8):
+                    return self._need_data()
+                buf, pos = self._buf, 0
             header = ProtocolHeader(*buf[pos + 4 : pos + 8])
             self._pos = pos + 8
             self._started = True
+            if self._spec is not None:
+                self._enable_fast_path()
             if self._spec is None:
                 self._spec = spec_for_header(header.version_bytes)
                 if self._spec is None:
@@ -317,6 +377,7 @@ class FrameDecoder:
                         offset=self._base + pos,
                     )
                 self.detected_by = "protocol header"
+                self._enable_fast_path()
             return header
         if self._spec is None:
             frame_type, _channel, size = _unpack_frame_header(buf, pos)
@@ -343,7 +404,15 @@ class FrameDecoder:
                 self._spec = default_spec()
                 self.detected_by = "assumed"
         self._started = True
+        self._enable_fast_path()
         return self._next_frame()
+
+    def _enable_fast_path(self) -> None:
+        spec = self._spec
+        assert spec is not None
+        self._method_decoders = spec.method_decoders
+        self._connection_class = spec.connection_class_id
+        self._fast = self._error is None
 
     def _method_frame(self, buf: bytes, start: int, end: int, channel: int) -> MethodFrame:
         spec = self._spec
@@ -407,7 +476,13 @@ class FrameDecoder:
                 error.offset = start
             error.class_id = class_id
             raise self._relocate(error, channel) from None
-        return ContentHeaderFrame(channel, class_id, body_size, properties, weight)
+        frame = _new(ContentHeaderFrame)
+        _set_header_channel(frame, channel)
+        _set_header_class_id(frame, class_id)
+        _set_header_body_size(frame, body_size)
+        _set_header_properties(frame, properties)
+        _set_header_weight(frame, weight)
+        return frame
 
     def _relocate(self, error: AMQPDecodeError, channel: int) -> AMQPDecodeError:
         """Turn the error's buffer position into a stream offset and add the channel."""
