@@ -282,6 +282,12 @@ def load(spec_path: Path, overlay_path: Path | None, package: str) -> Spec:
                     class_index=cindex,
                 )
             )
+        names = {m.name: m for m in methods}
+        for method, mel in zip(methods, _children(cel, "method"), strict=True):
+            for rname in method.response_names:
+                if rname not in names:
+                    raise _fail(mel, f"{cname}.{method.name} names unknown response {rname!r}")
+                method.responses.append(names[rname])
         properties = [_field(f, domains) for f in _children(cel, "field")]
         _check_unique_attrs(cel, properties)
         if len(properties) > 15:
@@ -305,7 +311,7 @@ def load(spec_path: Path, overlay_path: Path | None, package: str) -> Spec:
         constants=constants,
         classes=classes,
     )
-    _resolve(spec, root)
+    _plan(spec)
     return spec
 
 
@@ -317,20 +323,11 @@ def _check_unique_attrs(el: _Element, fields: list[Field]) -> None:
         seen.add(f.attr)
 
 
-def _resolve(spec: Spec, root: _Element) -> None:
-    """Link responses to their methods and compute the wire plans."""
+def _plan(spec: Spec) -> None:
+    """Compute every method's wire plans and the struct formats they use."""
     formats: set[str] = set()
     for cls in spec.classes:
-        by_name = {m.name: m for m in cls.methods}
         for method in cls.methods:
-            for rname in method.response_names:
-                if rname not in by_name:
-                    cel = _by_name(root, "class", cls.name)
-                    raise _fail(
-                        cel if cel is not None else root,
-                        f"{method.full_name} names unknown response {rname!r}",
-                    )
-                method.responses.append(by_name[rname])
             method.decode_plan = plan_fields(method.fields)
             method.encode_plan = plan_fields(
                 method.fields, prefix=[("CLASS_ID", "H"), ("METHOD_ID", "H")]
