@@ -93,6 +93,7 @@ NEED_DATA: Literal[NeedData.NEED_DATA] = NeedData.NEED_DATA
 
 _unpack_frame_header = struct.Struct(">BHI").unpack_from
 _unpack_index = struct.Struct(">I").unpack_from
+_unpack_frame_start = struct.Struct(">BHII").unpack_from
 _unpack_content_header = struct.Struct(">HHQ").unpack_from
 _new = object.__new__
 # Slot setters: frames are built without the frozen dataclass __init__ (see base.slot_setters).
@@ -241,12 +242,12 @@ class FrameDecoder:
         # _next_frame, which decodes it again with every check and the located errors.
         buf = self._buf
         pos = self._pos
-        if self._fast and len(buf) - pos > 7:
-            frame_type, channel, size = _unpack_frame_header(buf, pos)
+        if self._fast and len(buf) - pos > 11:
+            # The frame header and, for a method frame, its class and method ids.
+            frame_type, channel, size, index = _unpack_frame_start(buf, pos)
             end = pos + 7 + size
             if end < len(buf) and size <= self._limit and buf[end] == 206:
                 if frame_type == 1 and size >= 4:
-                    (index,) = _unpack_index(buf, pos + 7)
                     decode = self._method_decoders.get(index)
                     if decode is not None and ((index >> 16) == self._connection_class) == (
                         channel == 0

@@ -132,7 +132,10 @@ def decode_connection_start_ok(buf: bytes, o: int, end: int, depth: int) -> Meth
     """Decode the arguments of connection.start-ok."""
     client_properties, o = decode_table(buf, o, end, depth)
     n = buf[o]
-    mechanism = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+    try:
+        mechanism = buf[o + 1 : o + 1 + n].decode()
+    except UnicodeDecodeError:
+        mechanism = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
     o += 1 + n
     (n,) = _UNPACK_I(buf, o)
     o += 4
@@ -141,7 +144,10 @@ def decode_connection_start_ok(buf: bytes, o: int, end: int, depth: int) -> Meth
     response = buf[o : o + n]
     o += n
     n = buf[o]
-    locale = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+    try:
+        locale = buf[o + 1 : o + 1 + n].decode()
+    except UnicodeDecodeError:
+        locale = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
@@ -217,10 +223,16 @@ def decode_connection_tune_ok(buf: bytes, o: int, end: int, depth: int) -> Metho
 def decode_connection_open(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of connection.open."""
     n = buf[o]
-    virtual_host = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+    try:
+        virtual_host = buf[o + 1 : o + 1 + n].decode()
+    except UnicodeDecodeError:
+        virtual_host = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
     o += 1 + n
     n = buf[o]
-    reserved_1 = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+    try:
+        reserved_1 = buf[o + 1 : o + 1 + n].decode()
+    except UnicodeDecodeError:
+        reserved_1 = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
     o += 1 + n
     bits0 = buf[o]
     o += 1
@@ -242,7 +254,10 @@ def decode_connection_open(buf: bytes, o: int, end: int, depth: int) -> Method:
 def decode_connection_open_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of connection.open-ok."""
     n = buf[o]
-    reserved_1 = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+    try:
+        reserved_1 = buf[o + 1 : o + 1 + n].decode()
+    except UnicodeDecodeError:
+        reserved_1 = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
@@ -257,7 +272,10 @@ def decode_connection_close(buf: bytes, o: int, end: int, depth: int) -> Method:
     (reply_code,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
-    reply_text = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+    try:
+        reply_text = buf[o + 1 : o + 1 + n].decode()
+    except UnicodeDecodeError:
+        reply_text = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
     o += 1 + n
     class_id, method_id = _UNPACK_HH(buf, o)
     o += 4
@@ -282,7 +300,10 @@ def decode_connection_close_ok(buf: bytes, o: int, end: int, depth: int) -> Meth
 def decode_connection_blocked(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of connection.blocked."""
     n = buf[o]
-    reason = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+    try:
+        reason = buf[o + 1 : o + 1 + n].decode()
+    except UnicodeDecodeError:
+        reason = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
@@ -308,7 +329,10 @@ def decode_connection_update_secret(buf: bytes, o: int, end: int, depth: int) ->
     new_secret = buf[o : o + n]
     o += n
     n = buf[o]
-    reason = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+    try:
+        reason = buf[o + 1 : o + 1 + n].decode()
+    except UnicodeDecodeError:
+        reason = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
@@ -329,7 +353,10 @@ def decode_connection_update_secret_ok(buf: bytes, o: int, end: int, depth: int)
 def decode_channel_open(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of channel.open."""
     n = buf[o]
-    reserved_1 = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+    try:
+        reserved_1 = buf[o + 1 : o + 1 + n].decode()
+    except UnicodeDecodeError:
+        reserved_1 = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
@@ -390,7 +417,10 @@ def decode_channel_close(buf: bytes, o: int, end: int, depth: int) -> Method:
     (reply_code,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
-    reply_text = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+    try:
+        reply_text = buf[o + 1 : o + 1 + n].decode()
+    except UnicodeDecodeError:
+        reply_text = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
     o += 1 + n
     class_id, method_id = _UNPACK_HH(buf, o)
     o += 4
@@ -415,7 +445,10 @@ def decode_channel_close_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
 def decode_access_request(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of access.request."""
     n = buf[o]
-    realm = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+    try:
+        realm = buf[o + 1 : o + 1 + n].decode()
+    except UnicodeDecodeError:
+        realm = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
     o += 1 + n
     bits0 = buf[o]
     o += 1
@@ -456,10 +489,16 @@ def decode_exchange_declare(buf: bytes, o: int, end: int, depth: int) -> Method:
     (reserved_1,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
-    exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+    try:
+        exchange = buf[o + 1 : o + 1 + n].decode()
+    except UnicodeDecodeError:
+        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
     o += 1 + n
     n = buf[o]
-    type = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+    try:
+        type = buf[o + 1 : o + 1 + n].decode()
+    except UnicodeDecodeError:
+        type = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
     o += 1 + n
     bits0 = buf[o]
     o += 1
@@ -499,7 +538,10 @@ def decode_exchange_delete(buf: bytes, o: int, end: int, depth: int) -> Method:
     (reserved_1,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
-    exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+    try:
+        exchange = buf[o + 1 : o + 1 + n].decode()
+    except UnicodeDecodeError:
+        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
     o += 1 + n
     bits0 = buf[o]
     o += 1
@@ -530,13 +572,22 @@ def decode_exchange_bind(buf: bytes, o: int, end: int, depth: int) -> Method:
     (reserved_1,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
-    destination = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+    try:
+        destination = buf[o + 1 : o + 1 + n].decode()
+    except UnicodeDecodeError:
+        destination = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
     o += 1 + n
     n = buf[o]
-    source = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+    try:
+        source = buf[o + 1 : o + 1 + n].decode()
+    except UnicodeDecodeError:
+        source = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
     o += 1 + n
     n = buf[o]
-    routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+    try:
+        routing_key = buf[o + 1 : o + 1 + n].decode()
+    except UnicodeDecodeError:
+        routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
     o += 1 + n
     bits0 = buf[o]
     o += 1
@@ -569,13 +620,22 @@ def decode_exchange_unbind(buf: bytes, o: int, end: int, depth: int) -> Method:
     (reserved_1,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
-    destination = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+    try:
+        destination = buf[o + 1 : o + 1 + n].decode()
+    except UnicodeDecodeError:
+        destination = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
     o += 1 + n
     n = buf[o]
-    source = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+    try:
+        source = buf[o + 1 : o + 1 + n].decode()
+    except UnicodeDecodeError:
+        source = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
     o += 1 + n
     n = buf[o]
-    routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+    try:
+        routing_key = buf[o + 1 : o + 1 + n].decode()
+    except UnicodeDecodeError:
+        routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
     o += 1 + n
     bits0 = buf[o]
     o += 1
@@ -608,7 +668,10 @@ def decode_queue_declare(buf: bytes, o: int, end: int, depth: int) -> Method:
     (reserved_1,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
-    queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+    try:
+        queue = buf[o + 1 : o + 1 + n].decode()
+    except UnicodeDecodeError:
+        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
     o += 1 + n
     bits0 = buf[o]
     o += 1
@@ -638,7 +701,10 @@ def decode_queue_declare(buf: bytes, o: int, end: int, depth: int) -> Method:
 def decode_queue_declare_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of queue.declare-ok."""
     n = buf[o]
-    queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+    try:
+        queue = buf[o + 1 : o + 1 + n].decode()
+    except UnicodeDecodeError:
+        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
     o += 1 + n
     message_count, consumer_count = _UNPACK_II(buf, o)
     o += 8
@@ -657,13 +723,22 @@ def decode_queue_bind(buf: bytes, o: int, end: int, depth: int) -> Method:
     (reserved_1,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
-    queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+    try:
+        queue = buf[o + 1 : o + 1 + n].decode()
+    except UnicodeDecodeError:
+        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
     o += 1 + n
     n = buf[o]
-    exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+    try:
+        exchange = buf[o + 1 : o + 1 + n].decode()
+    except UnicodeDecodeError:
+        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
     o += 1 + n
     n = buf[o]
-    routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+    try:
+        routing_key = buf[o + 1 : o + 1 + n].decode()
+    except UnicodeDecodeError:
+        routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
     o += 1 + n
     bits0 = buf[o]
     o += 1
@@ -696,13 +771,22 @@ def decode_queue_unbind(buf: bytes, o: int, end: int, depth: int) -> Method:
     (reserved_1,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
-    queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+    try:
+        queue = buf[o + 1 : o + 1 + n].decode()
+    except UnicodeDecodeError:
+        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
     o += 1 + n
     n = buf[o]
-    exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+    try:
+        exchange = buf[o + 1 : o + 1 + n].decode()
+    except UnicodeDecodeError:
+        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
     o += 1 + n
     n = buf[o]
-    routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+    try:
+        routing_key = buf[o + 1 : o + 1 + n].decode()
+    except UnicodeDecodeError:
+        routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
     o += 1 + n
     arguments, o = decode_table(buf, o, end, depth)
     if o != end:
@@ -729,7 +813,10 @@ def decode_queue_purge(buf: bytes, o: int, end: int, depth: int) -> Method:
     (reserved_1,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
-    queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+    try:
+        queue = buf[o + 1 : o + 1 + n].decode()
+    except UnicodeDecodeError:
+        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
     o += 1 + n
     bits0 = buf[o]
     o += 1
@@ -763,7 +850,10 @@ def decode_queue_delete(buf: bytes, o: int, end: int, depth: int) -> Method:
     (reserved_1,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
-    queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+    try:
+        queue = buf[o + 1 : o + 1 + n].decode()
+    except UnicodeDecodeError:
+        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
     o += 1 + n
     bits0 = buf[o]
     o += 1
@@ -825,10 +915,16 @@ def decode_basic_consume(buf: bytes, o: int, end: int, depth: int) -> Method:
     (reserved_1,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
-    queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+    try:
+        queue = buf[o + 1 : o + 1 + n].decode()
+    except UnicodeDecodeError:
+        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
     o += 1 + n
     n = buf[o]
-    consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+    try:
+        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+    except UnicodeDecodeError:
+        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
     o += 1 + n
     bits0 = buf[o]
     o += 1
@@ -857,7 +953,10 @@ def decode_basic_consume(buf: bytes, o: int, end: int, depth: int) -> Method:
 def decode_basic_consume_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.consume-ok."""
     n = buf[o]
-    consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+    try:
+        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+    except UnicodeDecodeError:
+        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
@@ -870,7 +969,10 @@ def decode_basic_consume_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
 def decode_basic_cancel(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.cancel."""
     n = buf[o]
-    consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+    try:
+        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+    except UnicodeDecodeError:
+        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
     o += 1 + n
     bits0 = buf[o]
     o += 1
@@ -889,7 +991,10 @@ def decode_basic_cancel(buf: bytes, o: int, end: int, depth: int) -> Method:
 def decode_basic_cancel_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.cancel-ok."""
     n = buf[o]
-    consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+    try:
+        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+    except UnicodeDecodeError:
+        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
@@ -904,10 +1009,16 @@ def decode_basic_publish(buf: bytes, o: int, end: int, depth: int) -> Method:
     (reserved_1,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
-    exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+    try:
+        exchange = buf[o + 1 : o + 1 + n].decode()
+    except UnicodeDecodeError:
+        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
     o += 1 + n
     n = buf[o]
-    routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+    try:
+        routing_key = buf[o + 1 : o + 1 + n].decode()
+    except UnicodeDecodeError:
+        routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
     o += 1 + n
     bits0 = buf[o]
     o += 1
@@ -934,13 +1045,22 @@ def decode_basic_return_(buf: bytes, o: int, end: int, depth: int) -> Method:
     (reply_code,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
-    reply_text = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+    try:
+        reply_text = buf[o + 1 : o + 1 + n].decode()
+    except UnicodeDecodeError:
+        reply_text = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
     o += 1 + n
     n = buf[o]
-    exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+    try:
+        exchange = buf[o + 1 : o + 1 + n].decode()
+    except UnicodeDecodeError:
+        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
     o += 1 + n
     n = buf[o]
-    routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+    try:
+        routing_key = buf[o + 1 : o + 1 + n].decode()
+    except UnicodeDecodeError:
+        routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
@@ -956,7 +1076,10 @@ def decode_basic_return_(buf: bytes, o: int, end: int, depth: int) -> Method:
 def decode_basic_deliver(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.deliver."""
     n = buf[o]
-    consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+    try:
+        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+    except UnicodeDecodeError:
+        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
     o += 1 + n
     delivery_tag, bits0 = _UNPACK_QB(buf, o)
     o += 9
@@ -966,10 +1089,16 @@ def decode_basic_deliver(buf: bytes, o: int, end: int, depth: int) -> Method:
         )
     redelivered = (bits0 & 1) != 0
     n = buf[o]
-    exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+    try:
+        exchange = buf[o + 1 : o + 1 + n].decode()
+    except UnicodeDecodeError:
+        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
     o += 1 + n
     n = buf[o]
-    routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+    try:
+        routing_key = buf[o + 1 : o + 1 + n].decode()
+    except UnicodeDecodeError:
+        routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
@@ -988,7 +1117,10 @@ def decode_basic_get(buf: bytes, o: int, end: int, depth: int) -> Method:
     (reserved_1,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
-    queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+    try:
+        queue = buf[o + 1 : o + 1 + n].decode()
+    except UnicodeDecodeError:
+        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
     o += 1 + n
     bits0 = buf[o]
     o += 1
@@ -1015,10 +1147,16 @@ def decode_basic_get_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
         )
     redelivered = (bits0 & 1) != 0
     n = buf[o]
-    exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+    try:
+        exchange = buf[o + 1 : o + 1 + n].decode()
+    except UnicodeDecodeError:
+        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
     o += 1 + n
     n = buf[o]
-    routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+    try:
+        routing_key = buf[o + 1 : o + 1 + n].decode()
+    except UnicodeDecodeError:
+        routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
     o += 1 + n
     (message_count,) = _UNPACK_I(buf, o)
     o += 4
@@ -1037,7 +1175,10 @@ def decode_basic_get_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
 def decode_basic_get_empty(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.get-empty."""
     n = buf[o]
-    reserved_1 = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+    try:
+        reserved_1 = buf[o + 1 : o + 1 + n].decode()
+    except UnicodeDecodeError:
+        reserved_1 = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
@@ -1207,11 +1348,17 @@ def decode_basic_properties(buf: bytes, o: int, end: int, depth: int) -> Propert
     present: dict[str, Any] = {}
     if flags & 0x8000:
         n = buf[o]
-        present["content_type"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+        try:
+            present["content_type"] = buf[o + 1 : o + 1 + n].decode()
+        except UnicodeDecodeError:
+            present["content_type"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
         o += 1 + n
     if flags & 0x4000:
         n = buf[o]
-        present["content_encoding"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+        try:
+            present["content_encoding"] = buf[o + 1 : o + 1 + n].decode()
+        except UnicodeDecodeError:
+            present["content_encoding"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
         o += 1 + n
     if flags & 0x2000:
         present["headers"], o = decode_table(buf, o, end, depth)
@@ -1223,38 +1370,62 @@ def decode_basic_properties(buf: bytes, o: int, end: int, depth: int) -> Propert
         o += 1
     if flags & 0x0400:
         n = buf[o]
-        present["correlation_id"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+        try:
+            present["correlation_id"] = buf[o + 1 : o + 1 + n].decode()
+        except UnicodeDecodeError:
+            present["correlation_id"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
         o += 1 + n
     if flags & 0x0200:
         n = buf[o]
-        present["reply_to"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+        try:
+            present["reply_to"] = buf[o + 1 : o + 1 + n].decode()
+        except UnicodeDecodeError:
+            present["reply_to"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
         o += 1 + n
     if flags & 0x0100:
         n = buf[o]
-        present["expiration"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+        try:
+            present["expiration"] = buf[o + 1 : o + 1 + n].decode()
+        except UnicodeDecodeError:
+            present["expiration"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
         o += 1 + n
     if flags & 0x0080:
         n = buf[o]
-        present["message_id"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+        try:
+            present["message_id"] = buf[o + 1 : o + 1 + n].decode()
+        except UnicodeDecodeError:
+            present["message_id"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
         o += 1 + n
     if flags & 0x0040:
         present["timestamp"] = Timestamp(_UNPACK_Q(buf, o)[0])
         o += 8
     if flags & 0x0020:
         n = buf[o]
-        present["type"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+        try:
+            present["type"] = buf[o + 1 : o + 1 + n].decode()
+        except UnicodeDecodeError:
+            present["type"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
         o += 1 + n
     if flags & 0x0010:
         n = buf[o]
-        present["user_id"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+        try:
+            present["user_id"] = buf[o + 1 : o + 1 + n].decode()
+        except UnicodeDecodeError:
+            present["user_id"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
         o += 1 + n
     if flags & 0x0008:
         n = buf[o]
-        present["app_id"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+        try:
+            present["app_id"] = buf[o + 1 : o + 1 + n].decode()
+        except UnicodeDecodeError:
+            present["app_id"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
         o += 1 + n
     if flags & 0x0004:
         n = buf[o]
-        present["cluster_id"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+        try:
+            present["cluster_id"] = buf[o + 1 : o + 1 + n].decode()
+        except UnicodeDecodeError:
+            present["cluster_id"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
         o += 1 + n
     if o != end:
         raise _overrun(o, end)
