@@ -49,6 +49,8 @@ class Method:
     SENT_BY: ClassVar[frozenset[str]]
     """Which peers may send it: ``"client"``, ``"server"`` or both."""
     FIELDS: ClassVar[tuple[FieldSpec, ...]]
+    _SETTERS: ClassVar[tuple[Callable[[Any, Any], None], ...]]
+    """Slot setters in :attr:`FIELDS` order (see :func:`slot_setters`)."""
 
     def encode(self) -> bytes:
         """The method frame payload: class id, method id and the encoded fields."""
@@ -85,7 +87,7 @@ class Properties:
 def slot_setters(cls: type[Method]) -> tuple[Callable[[Any, Any], None], ...]:
     """The slot descriptors' setters of ``cls``'s fields, in :attr:`Method.FIELDS` order.
 
-    Generated decoders fill a fresh instance through these: it skips the frozen dataclass
-    ``__init__`` (which sets every field through ``object.__setattr__``) at half the cost.
+    Generated constructors and decoders set fields through these: a frozen dataclass's own
+    ``__init__`` goes through ``object.__setattr__`` per field, at twice the cost.
     """
     return tuple(getattr(cls, spec.attr).__set__ for spec in cls.FIELDS)

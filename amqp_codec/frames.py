@@ -42,6 +42,8 @@ _END = b"\xce"
 _FRAME_HEADER = struct.Struct(">BHI")
 _pack_header = _FRAME_HEADER.pack
 _pack_content_header = struct.Struct(">HHQ").pack
+# The method frame's end octet, then a content header frame's header and fixed fields.
+_pack_end_and_content_header = struct.Struct(">BBHIHHQ").pack
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,24 +157,35 @@ def encode_message(
     """
     if not method.HAS_CONTENT:
         raise AMQPEncodeError(f"{method.NAME} does not carry content")
-    if properties.CLASS_ID != method.CLASS_ID:
+    class_id = method.CLASS_ID
+    if properties.CLASS_ID != class_id:
         raise AMQPEncodeError(
             f"{type(properties).__name__} belongs to class {properties.CLASS_ID}, "
-            f"{method.NAME} to class {method.CLASS_ID}"
+            f"{method.NAME} to class {class_id}"
         )
+    if frame_max and frame_max <= FRAME_OVERHEAD:
+        raise AMQPEncodeError(f"frame_max {frame_max} leaves no room for a body", field="frame_max")
+    payload = method.encode()
+    props = properties.encode()
     size = len(body)
-    header = _pack_content_header(method.CLASS_ID, 0, size) + properties.encode()
-    parts = [_frame(FRAME_METHOD, channel, method.encode()), _frame(FRAME_HEADER, channel, header)]
-    if size:
-        if frame_max and frame_max <= FRAME_OVERHEAD:
-            raise AMQPEncodeError(
-                f"frame_max {frame_max} leaves no room for a body", field="frame_max"
-            )
-        chunk = frame_max - FRAME_OVERHEAD if frame_max else size
+    try:
+        parts = [
+            _pack_header(FRAME_METHOD, channel, len(payload)),
+            payload,
+            _pack_end_and_content_header(
+                FRAME_END, FRAME_HEADER, channel, 12 + len(props), class_id, 0, size
+            ),
+            props,
+            _END,
+        ]
+    except struct.error:
+        raise AMQPEncodeError(f"channel {channel!r} is not 0..65535", field="channel") from None
+    chunk = frame_max - FRAME_OVERHEAD if frame_max else size
+    if 0 < size <= chunk:
+        parts += (_pack_header(FRAME_BODY, channel, size), body, _END)
+    elif size:
         view = memoryview(body)
         for start in range(0, size, chunk):
             piece = view[start : start + chunk]
-            parts.append(_pack_header(FRAME_BODY, channel, len(piece)))
-            parts.append(piece)  # type: ignore[arg-type]
-            parts.append(_END)
+            parts += (_pack_header(FRAME_BODY, channel, len(piece)), piece, _END)  # type: ignore[arg-type]
     return b"".join(parts)

@@ -39,6 +39,7 @@ from .errors import AMQPDecodeError, AMQPEncodeError, FrameSyntaxError, LimitExc
 
 __all__ = [
     "DEFAULT_MAX_TABLE_DEPTH",
+    "EMPTY_TABLE",
     "FieldArray",
     "FieldTable",
     "Tagged",
@@ -233,6 +234,10 @@ class FieldTable(Mapping[str, Any]):
         return f"FieldTable({[(k, v) for k, _t, v in self._entries]!r})"
 
 
+#: The empty table, shared: tables are immutable.
+EMPTY_TABLE = FieldTable()
+
+
 class FieldArray(Sequence[Any]):
     """An AMQP field array: values that remember their tags. Immutable.
 
@@ -361,10 +366,10 @@ def _decode_entries(buf: bytes, o: int, end: int, depth: int) -> list[tuple[str,
         if o != end:
             raise FrameSyntaxError("field table entry runs past the end of the table")
     except AMQPDecodeError as exc:
-        exc.field = f'["{key}"]' + (exc.field or "")
+        exc.field = _key_step(key) + (exc.field or "")
         raise
     except (IndexError, struct.error):
-        raise FrameSyntaxError("field table entry cut off", field=f'["{key}"]') from None
+        raise FrameSyntaxError("field table entry cut off", field=_key_step(key)) from None
     return entries
 
 
@@ -508,145 +513,176 @@ def encode_table(table: Mapping[str, Any] | None, field: str = "") -> bytes:
     """Encode a field table with its 4-byte size prefix. ``None`` encodes as an empty table.
 
     A :class:`FieldTable` keeps its order, duplicates and tags; a plain mapping is encoded in
-    its iteration order with :func:`tag_for` tags. Raises :class:`AMQPEncodeError` naming the
-    path of a bad value (``field`` is the prefix used for that path).
+    its iteration order with :func:`tag_for` tags. Raises :class:`AMQPEncodeError` whose
+    ``field`` is the path of the bad value, starting with ``field``.
     """
     if not table:
         return b"\x00\x00\x00\x00"
-    parts: list[bytes] = []
-    _encode_entries(table, parts, field)
+    parts: list[bytes] = [b""]  # parts[0] becomes the size
+    try:
+        _encode_entries(table, parts)
+    except AMQPEncodeError as exc:
+        exc.field = field + (exc.field or "")
+        raise
+    except AttributeError:  # not a mapping
+        raise AMQPEncodeError(
+            f"a field table takes a mapping, not {type(table).__name__}", field=field
+        ) from None
     body = b"".join(parts)
     return _pack_I(len(body)) + body
 
 
-def _encode_entries(table: Mapping[str, Any], parts: list[bytes], path: str) -> None:
-    if type(table) is FieldTable:
-        entries: Iterable[tuple[str, str | None, Any]] = table._entries
-    else:
-        entries = ((k, None, v) for k, v in table.items())
+# Key length prefixes; indexing past 255 raises IndexError, reported as a too-long key.
+_KEY_LENGTH: tuple[bytes, ...] = tuple(bytes((n,)) for n in range(256))
+_pack_tag_size = struct.Struct(">BI").pack  # tag + 32-bit size of S, x, F, A
+_pack_tag_int = struct.Struct(">Bi").pack  # tag + signed 32-bit value
+_pack_tag_double = struct.Struct(">Bd").pack
+
+
+# Encoded keys with their length prefix. Tables repeat the same few keys message after
+# message, so this saves most of the key work; it is cleared when full to bound its size.
+_key_cache: dict[str, bytes] = {}
+_KEY_CACHE_SIZE = 4096
+
+
+def _encoded_key(key: str) -> bytes:
+    if not isinstance(key, str):
+        raise AMQPEncodeError(f"field-table keys are str, not {type(key).__name__}")
+    raw = key.encode("utf-8", "surrogateescape")
+    if len(raw) > 255:
+        raise AMQPEncodeError(f"field-table key is {len(raw)} bytes; the limit is 255")
+    if len(_key_cache) >= _KEY_CACHE_SIZE:
+        _key_cache.clear()
+    prefixed = _key_cache[key] = _KEY_LENGTH[len(raw)] + raw
+    return prefixed
+
+
+def _encode_entries(table: Mapping[str, Any], parts: list[bytes]) -> None:
+    """Append the entries of ``table``; errors carry the path below ``table``."""
     append = parts.append
-    for key, tag, value in entries:
-        if not isinstance(key, str):
-            raise AMQPEncodeError(f"field-table keys are str, not {type(key).__name__}", field=path)
-        key_bytes = key.encode("utf-8", "surrogateescape")
-        if len(key_bytes) > 255:
-            raise AMQPEncodeError(
-                f"field-table key is {len(key_bytes)} bytes; the limit is 255", field=path
-            )
-        append(bytes((len(key_bytes),)))
-        append(key_bytes)
-        if tag is None:
-            if type(value) is str:  # the common case, inline
+    key: Any = ""
+    try:
+        if type(table) is FieldTable:
+            for key, tag, value in table._entries:
+                append(_key_cache.get(key) or _encoded_key(key))
+                _encode_value(tag, value, parts)
+            return
+        for key, value in table.items():
+            append(_key_cache.get(key) or _encoded_key(key))
+            t = type(value)
+            # Common plain values inline: str as S, int as I (or l), bool as t, float as d.
+            if t is str:
                 raw = value.encode()
-                append(b"S")
-                append(_pack_I(len(raw)))
+                append(_pack_tag_size(83, len(raw)))
                 append(raw)
-                continue
-            if type(value) is Tagged:
-                tag, value = value.tag, value.value
+            elif t is int and -2147483648 <= value <= 2147483647:
+                append(_pack_tag_int(73, value))
+            elif t is bool:
+                append(b"t\x01" if value else b"t\x00")
+            elif t is float:
+                append(_pack_tag_double(100, value))
+            elif t is Tagged:
+                _encode_value(value.tag, value.value, parts)
             else:
-                tag = tag_for(value, f'{path}["{key}"]')
-        _encode_value(tag, value, parts, f'{path}["{key}"]')
+                _encode_value(tag_for(value), value, parts)
+    except AMQPEncodeError as exc:
+        exc.field = _key_step(key) + (exc.field or "")
+        raise
+    except (TypeError, UnicodeEncodeError) as exc:  # an unhashable key; a lone surrogate
+        raise AMQPEncodeError(f"cannot encode value: {exc}", field=_key_step(key)) from None
 
 
-def _encode_value(tag: str, value: Any, parts: list[bytes], path: str) -> None:
-    """Append ``tag`` and ``value`` encoded as that tag."""
+def _key_step(key: object) -> str:
+    """One step of an error path: ``["x-death"]``."""
+    return f'["{key}"]' if isinstance(key, str) else f"[{key!r}]"
+
+
+def _encode_value(tag: str, value: Any, parts: list[bytes]) -> None:
+    """Append ``tag`` and ``value`` encoded as that tag; errors carry the path below it."""
     append = parts.append
     append(tag.encode("ascii"))
     try:
         if tag == "S" or tag == "x":
             if isinstance(value, str):
                 if tag == "x":
-                    raise AMQPEncodeError("tag 'x' takes bytes, not str", field=path)
+                    raise AMQPEncodeError("tag 'x' takes bytes, not str")
                 raw = value.encode()
             elif isinstance(value, (bytes, bytearray, memoryview)):
                 raw = bytes(value)
             else:
-                raise AMQPEncodeError(
-                    f"tag {tag!r} takes str or bytes, not {type(value).__name__}", field=path
-                )
+                raise AMQPEncodeError(f"tag {tag!r} takes str or bytes, not {type(value).__name__}")
             if len(raw) > 0xFFFFFFFF:
-                raise AMQPEncodeError("string longer than 4 GiB", field=path)
+                raise AMQPEncodeError("string longer than 4 GiB")
             append(_pack_I(len(raw)))
             append(raw)
         elif tag == "F":
             if not isinstance(value, Mapping):
-                raise AMQPEncodeError(
-                    f"tag 'F' takes a mapping, not {type(value).__name__}", field=path
-                )
-            append(encode_table(value, path))
+                raise AMQPEncodeError(f"tag 'F' takes a mapping, not {type(value).__name__}")
+            append(encode_table(value))
         elif tag == "A":
-            append(_encode_array(value, path))
+            append(_encode_array(value))
         elif tag == "t":
             if type(value) is not bool and value not in (0, 1):
-                raise AMQPEncodeError(f"tag 't' takes a bool, not {value!r}", field=path)
+                raise AMQPEncodeError(f"tag 't' takes a bool, not {value!r}")
             append(b"\x01" if value else b"\x00")
         elif tag == "V":
             if value is not None:
-                raise AMQPEncodeError(f"tag 'V' takes None, not {value!r}", field=path)
+                raise AMQPEncodeError(f"tag 'V' takes None, not {value!r}")
         elif tag == "d" or tag == "f":
             if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise AMQPEncodeError(f"tag {tag!r} takes a float, not {value!r}", field=path)
+                raise AMQPEncodeError(f"tag {tag!r} takes a float, not {value!r}")
             if isinstance(value, int) and float(value) != value:
-                raise AMQPEncodeError(
-                    f"int {value} is not exactly representable as a float", field=path
-                )
+                raise AMQPEncodeError(f"int {value} is not exactly representable as a float")
             append(struct.pack(">d" if tag == "d" else ">f", value))
         elif tag == "D":
-            append(_encode_decimal(value, path))
+            append(_encode_decimal(value))
         elif tag == "T" and isinstance(value, _dt.datetime):
-            try:
-                seconds = Timestamp.from_datetime(value)
-            except AMQPEncodeError as exc:
-                exc.field = path
-                raise
+            seconds = Timestamp.from_datetime(value)
             if seconds < 0:
-                raise AMQPEncodeError(
-                    "timestamps before 1970 do not fit an AMQP timestamp", field=path
-                )
+                raise AMQPEncodeError("timestamps before 1970 do not fit an AMQP timestamp")
             append(_FIXED_FORMATS["T"].pack(seconds))
         else:
             fmt = _FIXED_FORMATS[tag]
             if isinstance(value, bool) or not isinstance(value, int):
-                raise AMQPEncodeError(f"tag {tag!r} takes an int, not {value!r}", field=path)
+                raise AMQPEncodeError(f"tag {tag!r} takes an int, not {value!r}")
             low, high = _INT_RANGES[tag]
             if not low <= value <= high:
-                raise AMQPEncodeError(
-                    f"{value} is out of range for tag {tag!r} ({low}..{high})", field=path
-                )
+                raise AMQPEncodeError(f"{value} is out of range for tag {tag!r} ({low}..{high})")
             append(fmt.pack(value))
     except (OverflowError, struct.error) as exc:
-        raise AMQPEncodeError(
-            f"cannot encode {value!r} as tag {tag!r}: {exc}", field=path
-        ) from None
+        raise AMQPEncodeError(f"cannot encode {value!r} as tag {tag!r}: {exc}") from None
 
 
-def _encode_array(values: Any, path: str) -> bytes:
+def _encode_array(values: Any) -> bytes:
     if isinstance(values, FieldArray):
-        items: Iterable[tuple[str, Any]] = zip(values._tags, values._values, strict=True)
+        items: Iterable[tuple[str | None, Any]] = zip(values._tags, values._values, strict=True)
     elif isinstance(values, (list, tuple)):
-        items = (
-            (v.tag, v.value) if type(v) is Tagged else (tag_for(v, f"{path}[{i}]"), v)
-            for i, v in enumerate(values)
-        )
+        items = [(None, value) for value in values]
     else:
-        raise AMQPEncodeError(
-            f"tag 'A' takes a list or tuple, not {type(values).__name__}", field=path
-        )
+        raise AMQPEncodeError(f"tag 'A' takes a list or tuple, not {type(values).__name__}")
     parts: list[bytes] = []
-    for i, (tag, value) in enumerate(items):
-        _encode_value(tag, value, parts, f"{path}[{i}]")
+    position = 0
+    try:
+        for tag, value in items:
+            if tag is not None:
+                _encode_value(tag, value, parts)
+            elif type(value) is Tagged:
+                _encode_value(value.tag, value.value, parts)
+            else:
+                _encode_value(tag_for(value), value, parts)
+            position += 1
+    except AMQPEncodeError as exc:
+        exc.field = f"[{position}]" + (exc.field or "")
+        raise
     body = b"".join(parts)
     return _pack_I(len(body)) + body
 
 
-def _encode_decimal(value: Any, path: str) -> bytes:
+def _encode_decimal(value: Any) -> bytes:
     if not isinstance(value, Decimal):
-        raise AMQPEncodeError(
-            f"tag 'D' takes a decimal.Decimal, not {type(value).__name__}", field=path
-        )
+        raise AMQPEncodeError(f"tag 'D' takes a decimal.Decimal, not {type(value).__name__}")
     if not value.is_finite():
-        raise AMQPEncodeError(f"{value} cannot be an AMQP decimal", field=path)
+        raise AMQPEncodeError(f"{value} cannot be an AMQP decimal")
     sign, digits, exp = value.as_tuple()
     exponent = cast(int, exp)  # an int for every finite Decimal
     if exponent > 0:  # 1E+2 is written exactly as 100 with scale 0
@@ -655,6 +691,6 @@ def _encode_decimal(value: Any, path: str) -> bytes:
     mantissa = int("".join(map(str, digits)) or "0") * (-1 if sign else 1)
     if -exponent > 255 or not -(2**31) <= mantissa < 2**31:
         raise AMQPEncodeError(
-            f"{value} does not fit an AMQP decimal (scale 0..255, signed 32-bit digits)", field=path
+            f"{value} does not fit an AMQP decimal (scale 0..255, signed 32-bit digits)"
         )
     return struct.pack(">Bi", -exponent, mantissa)

@@ -33,7 +33,7 @@ PY_TYPES = {
     "timestamp": "Timestamp",
     "shortstr": "str",
     "longstr": "bytes",
-    "table": "FieldTable",
+    "table": "Mapping[str, Any]",
 }
 
 
@@ -97,7 +97,7 @@ class Field:
     @property
     def default_literal(self) -> str:
         if self.wire_type == "table":
-            return "FieldTable()"
+            return "EMPTY_TABLE"
         if self.wire_type == "timestamp":
             return f"Timestamp({self.default!r})"
         return repr(self.default)
@@ -196,6 +196,10 @@ class Spec:
     @property
     def content_classes(self) -> list[AmqpClass]:
         return [c for c in self.classes if c.properties]
+
+    @property
+    def method_wire_types(self) -> set[str]:
+        return {f.wire_type for m in self.methods for f in m.fields}
 
     @property
     def property_formats(self) -> list[str]:

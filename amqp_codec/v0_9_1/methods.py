@@ -14,12 +14,13 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
-from ..base import FieldSpec, Method
+from ..base import FieldSpec, Method, slot_setters
 from ..encoding import LEN8, encode_failure
 from ..errors import AMQPEncodeError
-from ..table import FieldTable, Timestamp, encode_table
+from ..table import EMPTY_TABLE, FieldTable, encode_table
 
 __all__ = [
     "Connection",
@@ -64,7 +65,7 @@ class Connection:
     NAME: ClassVar[str] = "connection"
     CLASS_ID: ClassVar[int] = 10
 
-    @dataclass(frozen=True, slots=True)
+    @dataclass(frozen=True, slots=True, init=False)
     class Start(Method):
         """Start connection negotiation.
 
@@ -91,7 +92,7 @@ class Connection:
                 "server-properties",
                 "server_properties",
                 "table",
-                FieldTable(),
+                EMPTY_TABLE,
                 label="Server properties.",
             ),
             FieldSpec(
@@ -118,7 +119,7 @@ class Connection:
         The minor version number can take any value from 0 to 99 as defined in the AMQP
         specification."""
 
-        server_properties: FieldTable = field(default_factory=FieldTable)
+        server_properties: Mapping[str, Any] = field(default_factory=FieldTable)
         """Server properties."""
 
         mechanisms: bytes = b"PLAIN"
@@ -131,6 +132,22 @@ class Connection:
 
         A list of the message locales that the server supports, delimited by spaces. The locale
         defines the language in which the server will send reply texts."""
+
+        def __init__(
+            self,
+            version_major: int = 0,
+            version_minor: int = 9,
+            server_properties: Mapping[str, Any] = EMPTY_TABLE,
+            mechanisms: bytes = b"PLAIN",
+            locales: bytes = b"en_US",
+        ) -> None:
+            # Frozen: fields are set through the slot setters (see base.slot_setters).
+            s = self._SETTERS
+            s[0](self, version_major)
+            s[1](self, version_minor)
+            s[2](self, server_properties)
+            s[3](self, mechanisms)
+            s[4](self, locales)
 
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
@@ -152,7 +169,7 @@ class Connection:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
-    @dataclass(frozen=True, slots=True)
+    @dataclass(frozen=True, slots=True, init=False)
     class StartOk(Method):
         """Select security mechanism and locale.
 
@@ -171,7 +188,7 @@ class Connection:
                 "client-properties",
                 "client_properties",
                 "table",
-                FieldTable(),
+                EMPTY_TABLE,
                 label="Client properties.",
             ),
             FieldSpec(
@@ -181,7 +198,7 @@ class Connection:
             FieldSpec("locale", "locale", "shortstr", "en_US", label="Selected message locale."),
         )
 
-        client_properties: FieldTable = field(default_factory=FieldTable)
+        client_properties: Mapping[str, Any] = field(default_factory=FieldTable)
         """Client properties."""
 
         mechanism: str = "PLAIN"
@@ -201,6 +218,20 @@ class Connection:
 
         A single message locale selected by the client, which must be one of those specified by
         the server."""
+
+        def __init__(
+            self,
+            client_properties: Mapping[str, Any] = EMPTY_TABLE,
+            mechanism: str = "PLAIN",
+            response: bytes = b"",
+            locale: str = "en_US",
+        ) -> None:
+            # Frozen: fields are set through the slot setters (see base.slot_setters).
+            s = self._SETTERS
+            s[0](self, client_properties)
+            s[1](self, mechanism)
+            s[2](self, response)
+            s[3](self, locale)
 
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
@@ -225,7 +256,7 @@ class Connection:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
-    @dataclass(frozen=True, slots=True)
+    @dataclass(frozen=True, slots=True, init=False)
     class Secure(Method):
         """Security mechanism challenge.
 
@@ -250,6 +281,14 @@ class Connection:
 
         Challenge information, a block of opaque binary data passed to the security mechanism."""
 
+        def __init__(
+            self,
+            challenge: bytes = b"",
+        ) -> None:
+            # Frozen: fields are set through the slot setters (see base.slot_setters).
+            s = self._SETTERS
+            s[0](self, challenge)
+
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
@@ -266,7 +305,7 @@ class Connection:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
-    @dataclass(frozen=True, slots=True)
+    @dataclass(frozen=True, slots=True, init=False)
     class SecureOk(Method):
         """Security mechanism response.
 
@@ -291,6 +330,14 @@ class Connection:
         A block of opaque data passed to the security mechanism. The contents of this data are
         defined by the SASL security mechanism."""
 
+        def __init__(
+            self,
+            response: bytes = b"",
+        ) -> None:
+            # Frozen: fields are set through the slot setters (see base.slot_setters).
+            s = self._SETTERS
+            s[0](self, response)
+
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
@@ -307,7 +354,7 @@ class Connection:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
-    @dataclass(frozen=True, slots=True)
+    @dataclass(frozen=True, slots=True, init=False)
     class Tune(Method):
         """Propose connection tuning parameters.
 
@@ -348,6 +395,18 @@ class Connection:
         The delay, in seconds, of the connection heartbeat that the server wants. Zero means the
         server does not want a heartbeat."""
 
+        def __init__(
+            self,
+            channel_max: int = 0,
+            frame_max: int = 0,
+            heartbeat: int = 0,
+        ) -> None:
+            # Frozen: fields are set through the slot setters (see base.slot_setters).
+            s = self._SETTERS
+            s[0](self, channel_max)
+            s[1](self, frame_max)
+            s[2](self, heartbeat)
+
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
@@ -359,7 +418,7 @@ class Connection:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
-    @dataclass(frozen=True, slots=True)
+    @dataclass(frozen=True, slots=True, init=False)
     class TuneOk(Method):
         """Negotiate connection tuning parameters.
 
@@ -402,6 +461,18 @@ class Connection:
         The delay, in seconds, of the connection heartbeat that the client wants. Zero means the
         client does not want a heartbeat."""
 
+        def __init__(
+            self,
+            channel_max: int = 0,
+            frame_max: int = 0,
+            heartbeat: int = 0,
+        ) -> None:
+            # Frozen: fields are set through the slot setters (see base.slot_setters).
+            s = self._SETTERS
+            s[0](self, channel_max)
+            s[1](self, frame_max)
+            s[2](self, heartbeat)
+
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
@@ -413,7 +484,7 @@ class Connection:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
-    @dataclass(frozen=True, slots=True)
+    @dataclass(frozen=True, slots=True, init=False)
     class Open(Method):
         """Open connection to virtual host.
 
@@ -447,6 +518,16 @@ class Connection:
         reserved_2: bool = field(default=False, init=False, repr=False, compare=False)
         """Reserved: always False when encoded, unless decoded with another value."""
 
+        def __init__(
+            self,
+            virtual_host: str = "/",
+        ) -> None:
+            # Frozen: fields are set through the slot setters (see base.slot_setters).
+            s = self._SETTERS
+            s[0](self, virtual_host)
+            s[1](self, "")
+            s[2](self, False)
+
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
@@ -467,7 +548,7 @@ class Connection:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
-    @dataclass(frozen=True, slots=True)
+    @dataclass(frozen=True, slots=True, init=False)
     class OpenOk(Method):
         """Signal that connection is ready.
 
@@ -488,6 +569,13 @@ class Connection:
         reserved_1: str = field(default="", init=False, repr=False, compare=False)
         """Reserved: always '' when encoded, unless decoded with another value."""
 
+        def __init__(
+            self,
+        ) -> None:
+            # Frozen: fields are set through the slot setters (see base.slot_setters).
+            s = self._SETTERS
+            s[0](self, "")
+
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
@@ -504,7 +592,7 @@ class Connection:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
-    @dataclass(frozen=True, slots=True)
+    @dataclass(frozen=True, slots=True, init=False)
     class Close(Method):
         """Request a connection close.
 
@@ -541,6 +629,20 @@ class Connection:
         """Failing method ID.
 
         When the close is provoked by a method exception, this is the ID of the method."""
+
+        def __init__(
+            self,
+            reply_code: int = 0,
+            reply_text: str = "",
+            class_id: int = 0,
+            method_id: int = 0,
+        ) -> None:
+            # Frozen: fields are set through the slot setters (see base.slot_setters).
+            s = self._SETTERS
+            s[0](self, reply_code)
+            s[1](self, reply_text)
+            s[2](self, class_id)
+            s[3](self, method_id)
 
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
@@ -585,7 +687,7 @@ class Connection:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
-    @dataclass(frozen=True, slots=True)
+    @dataclass(frozen=True, slots=True, init=False)
     class Blocked(Method):
         """Indicate that connection is blocked.
 
@@ -608,6 +710,14 @@ class Connection:
         """Block reason.
 
         The reason the connection was blocked."""
+
+        def __init__(
+            self,
+            reason: str = "",
+        ) -> None:
+            # Frozen: fields are set through the slot setters (see base.slot_setters).
+            s = self._SETTERS
+            s[0](self, reason)
 
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
@@ -650,7 +760,7 @@ class Connection:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
-    @dataclass(frozen=True, slots=True)
+    @dataclass(frozen=True, slots=True, init=False)
     class UpdateSecret(Method):
         """Update secret.
 
@@ -679,6 +789,16 @@ class Connection:
         """Reason.
 
         The reason for the secret update."""
+
+        def __init__(
+            self,
+            new_secret: bytes = b"",
+            reason: str = "",
+        ) -> None:
+            # Frozen: fields are set through the slot setters (see base.slot_setters).
+            s = self._SETTERS
+            s[0](self, new_secret)
+            s[1](self, reason)
 
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
@@ -734,7 +854,7 @@ class Channel:
     NAME: ClassVar[str] = "channel"
     CLASS_ID: ClassVar[int] = 20
 
-    @dataclass(frozen=True, slots=True)
+    @dataclass(frozen=True, slots=True, init=False)
     class Open(Method):
         """Open a channel for use.
 
@@ -755,6 +875,13 @@ class Channel:
         reserved_1: str = field(default="", init=False, repr=False, compare=False)
         """Reserved: always '' when encoded, unless decoded with another value."""
 
+        def __init__(
+            self,
+        ) -> None:
+            # Frozen: fields are set through the slot setters (see base.slot_setters).
+            s = self._SETTERS
+            s[0](self, "")
+
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
@@ -771,7 +898,7 @@ class Channel:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
-    @dataclass(frozen=True, slots=True)
+    @dataclass(frozen=True, slots=True, init=False)
     class OpenOk(Method):
         """Signal that the channel is ready.
 
@@ -792,6 +919,13 @@ class Channel:
         reserved_1: bytes = field(default=b"", init=False, repr=False, compare=False)
         """Reserved: always b'' when encoded, unless decoded with another value."""
 
+        def __init__(
+            self,
+        ) -> None:
+            # Frozen: fields are set through the slot setters (see base.slot_setters).
+            s = self._SETTERS
+            s[0](self, b"")
+
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
@@ -808,7 +942,7 @@ class Channel:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
-    @dataclass(frozen=True, slots=True)
+    @dataclass(frozen=True, slots=True, init=False)
     class Flow(Method):
         """Enable/disable flow from peer.
 
@@ -836,6 +970,14 @@ class Channel:
         If 1, the peer starts sending content frames. If 0, the peer stops sending content
         frames."""
 
+        def __init__(
+            self,
+            active: bool = False,
+        ) -> None:
+            # Frozen: fields are set through the slot setters (see base.slot_setters).
+            s = self._SETTERS
+            s[0](self, active)
+
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
@@ -845,7 +987,7 @@ class Channel:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
-    @dataclass(frozen=True, slots=True)
+    @dataclass(frozen=True, slots=True, init=False)
     class FlowOk(Method):
         """Confirm a flow method.
 
@@ -869,6 +1011,14 @@ class Channel:
         Confirms the setting of the processed flow method: 1 means the peer will start sending
         or continue to send content frames; 0 means it will not."""
 
+        def __init__(
+            self,
+            active: bool = False,
+        ) -> None:
+            # Frozen: fields are set through the slot setters (see base.slot_setters).
+            s = self._SETTERS
+            s[0](self, active)
+
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
@@ -878,7 +1028,7 @@ class Channel:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
-    @dataclass(frozen=True, slots=True)
+    @dataclass(frozen=True, slots=True, init=False)
     class Close(Method):
         """Request a channel close.
 
@@ -915,6 +1065,20 @@ class Channel:
         """Failing method ID.
 
         When the close is provoked by a method exception, this is the ID of the method."""
+
+        def __init__(
+            self,
+            reply_code: int = 0,
+            reply_text: str = "",
+            class_id: int = 0,
+            method_id: int = 0,
+        ) -> None:
+            # Frozen: fields are set through the slot setters (see base.slot_setters).
+            s = self._SETTERS
+            s[0](self, reply_code)
+            s[1](self, reply_text)
+            s[2](self, class_id)
+            s[3](self, method_id)
 
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
@@ -969,7 +1133,7 @@ class Access:
     NAME: ClassVar[str] = "access"
     CLASS_ID: ClassVar[int] = 30
 
-    @dataclass(frozen=True, slots=True)
+    @dataclass(frozen=True, slots=True, init=False)
     class Request(Method):
         """Request an access ticket."""
 
@@ -1008,6 +1172,24 @@ class Access:
         read: bool = True
         """Request read access."""
 
+        def __init__(
+            self,
+            realm: str = "/data",
+            exclusive: bool = False,
+            passive: bool = True,
+            active: bool = True,
+            write: bool = True,
+            read: bool = True,
+        ) -> None:
+            # Frozen: fields are set through the slot setters (see base.slot_setters).
+            s = self._SETTERS
+            s[0](self, realm)
+            s[1](self, exclusive)
+            s[2](self, passive)
+            s[3](self, active)
+            s[4](self, write)
+            s[5](self, read)
+
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
@@ -1031,7 +1213,7 @@ class Access:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
-    @dataclass(frozen=True, slots=True)
+    @dataclass(frozen=True, slots=True, init=False)
     class RequestOk(Method):
         """Grant access to server resources."""
 
@@ -1049,6 +1231,14 @@ class Access:
 
         ticket: int = 1
         """Access ticket granted by the server."""
+
+        def __init__(
+            self,
+            ticket: int = 1,
+        ) -> None:
+            # Frozen: fields are set through the slot setters (see base.slot_setters).
+            s = self._SETTERS
+            s[0](self, ticket)
 
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
@@ -1069,7 +1259,7 @@ class Exchange:
     NAME: ClassVar[str] = "exchange"
     CLASS_ID: ClassVar[int] = 40
 
-    @dataclass(frozen=True, slots=True)
+    @dataclass(frozen=True, slots=True, init=False)
     class Declare(Method):
         """Verify exchange exists, create if needed.
 
@@ -1094,7 +1284,7 @@ class Exchange:
             FieldSpec("internal", "internal", "bit", False, label="Create internal exchange."),
             FieldSpec("no-wait", "no_wait", "bit", False),
             FieldSpec(
-                "arguments", "arguments", "table", FieldTable(), label="Arguments for declaration."
+                "arguments", "arguments", "table", EMPTY_TABLE, label="Arguments for declaration."
             ),
         )
 
@@ -1142,11 +1332,34 @@ class Exchange:
 
         no_wait: bool = False
 
-        arguments: FieldTable = field(default_factory=FieldTable)
+        arguments: Mapping[str, Any] = field(default_factory=FieldTable)
         """Arguments for declaration.
 
         A set of arguments for the declaration. The syntax and semantics of these arguments
         depends on the server implementation."""
+
+        def __init__(
+            self,
+            exchange: str = "",
+            type: str = "direct",
+            passive: bool = False,
+            durable: bool = False,
+            auto_delete: bool = False,
+            internal: bool = False,
+            no_wait: bool = False,
+            arguments: Mapping[str, Any] = EMPTY_TABLE,
+        ) -> None:
+            # Frozen: fields are set through the slot setters (see base.slot_setters).
+            s = self._SETTERS
+            s[0](self, 0)
+            s[1](self, exchange)
+            s[2](self, type)
+            s[3](self, passive)
+            s[4](self, durable)
+            s[5](self, auto_delete)
+            s[6](self, internal)
+            s[7](self, no_wait)
+            s[8](self, arguments)
 
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
@@ -1201,7 +1414,7 @@ class Exchange:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
-    @dataclass(frozen=True, slots=True)
+    @dataclass(frozen=True, slots=True, init=False)
     class Delete(Method):
         """Delete an exchange.
 
@@ -1236,6 +1449,19 @@ class Exchange:
         instead."""
 
         no_wait: bool = False
+
+        def __init__(
+            self,
+            exchange: str = "",
+            if_unused: bool = False,
+            no_wait: bool = False,
+        ) -> None:
+            # Frozen: fields are set through the slot setters (see base.slot_setters).
+            s = self._SETTERS
+            s[0](self, 0)
+            s[1](self, exchange)
+            s[2](self, if_unused)
+            s[3](self, no_wait)
 
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
@@ -1279,7 +1505,7 @@ class Exchange:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
-    @dataclass(frozen=True, slots=True)
+    @dataclass(frozen=True, slots=True, init=False)
     class Bind(Method):
         """Bind exchange to an exchange.
 
@@ -1308,7 +1534,7 @@ class Exchange:
             FieldSpec("routing-key", "routing_key", "shortstr", "", label="Message routing key."),
             FieldSpec("no-wait", "no_wait", "bit", False),
             FieldSpec(
-                "arguments", "arguments", "table", FieldTable(), label="Arguments for binding."
+                "arguments", "arguments", "table", EMPTY_TABLE, label="Arguments for binding."
             ),
         )
 
@@ -1334,11 +1560,28 @@ class Exchange:
 
         no_wait: bool = False
 
-        arguments: FieldTable = field(default_factory=FieldTable)
+        arguments: Mapping[str, Any] = field(default_factory=FieldTable)
         """Arguments for binding.
 
         A set of arguments for the binding. The syntax and semantics of these arguments depends
         on the exchange class."""
+
+        def __init__(
+            self,
+            destination: str = "",
+            source: str = "",
+            routing_key: str = "",
+            no_wait: bool = False,
+            arguments: Mapping[str, Any] = EMPTY_TABLE,
+        ) -> None:
+            # Frozen: fields are set through the slot setters (see base.slot_setters).
+            s = self._SETTERS
+            s[0](self, 0)
+            s[1](self, destination)
+            s[2](self, source)
+            s[3](self, routing_key)
+            s[4](self, no_wait)
+            s[5](self, arguments)
 
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
@@ -1389,7 +1632,7 @@ class Exchange:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
-    @dataclass(frozen=True, slots=True)
+    @dataclass(frozen=True, slots=True, init=False)
     class Unbind(Method):
         """Unbind an exchange from an exchange.
 
@@ -1412,7 +1655,7 @@ class Exchange:
             ),
             FieldSpec("no-wait", "no_wait", "bit", False),
             FieldSpec(
-                "arguments", "arguments", "table", FieldTable(), label="Arguments of binding."
+                "arguments", "arguments", "table", EMPTY_TABLE, label="Arguments of binding."
             ),
         )
 
@@ -1432,10 +1675,27 @@ class Exchange:
 
         no_wait: bool = False
 
-        arguments: FieldTable = field(default_factory=FieldTable)
+        arguments: Mapping[str, Any] = field(default_factory=FieldTable)
         """Arguments of binding.
 
         Specifies the arguments of the binding to unbind."""
+
+        def __init__(
+            self,
+            destination: str = "",
+            source: str = "",
+            routing_key: str = "",
+            no_wait: bool = False,
+            arguments: Mapping[str, Any] = EMPTY_TABLE,
+        ) -> None:
+            # Frozen: fields are set through the slot setters (see base.slot_setters).
+            s = self._SETTERS
+            s[0](self, 0)
+            s[1](self, destination)
+            s[2](self, source)
+            s[3](self, routing_key)
+            s[4](self, no_wait)
+            s[5](self, arguments)
 
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
@@ -1497,7 +1757,7 @@ class Queue:
     NAME: ClassVar[str] = "queue"
     CLASS_ID: ClassVar[int] = 50
 
-    @dataclass(frozen=True, slots=True)
+    @dataclass(frozen=True, slots=True, init=False)
     class Declare(Method):
         """Declare queue, create if needed.
 
@@ -1524,7 +1784,7 @@ class Queue:
             ),
             FieldSpec("no-wait", "no_wait", "bit", False),
             FieldSpec(
-                "arguments", "arguments", "table", FieldTable(), label="Arguments for declaration."
+                "arguments", "arguments", "table", EMPTY_TABLE, label="Arguments for declaration."
             ),
         )
 
@@ -1569,11 +1829,32 @@ class Queue:
 
         no_wait: bool = False
 
-        arguments: FieldTable = field(default_factory=FieldTable)
+        arguments: Mapping[str, Any] = field(default_factory=FieldTable)
         """Arguments for declaration.
 
         A set of arguments for the declaration. The syntax and semantics of these arguments
         depends on the server implementation."""
+
+        def __init__(
+            self,
+            queue: str = "",
+            passive: bool = False,
+            durable: bool = False,
+            exclusive: bool = False,
+            auto_delete: bool = False,
+            no_wait: bool = False,
+            arguments: Mapping[str, Any] = EMPTY_TABLE,
+        ) -> None:
+            # Frozen: fields are set through the slot setters (see base.slot_setters).
+            s = self._SETTERS
+            s[0](self, 0)
+            s[1](self, queue)
+            s[2](self, passive)
+            s[3](self, durable)
+            s[4](self, exclusive)
+            s[5](self, auto_delete)
+            s[6](self, no_wait)
+            s[7](self, arguments)
 
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
@@ -1599,7 +1880,7 @@ class Queue:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
-    @dataclass(frozen=True, slots=True)
+    @dataclass(frozen=True, slots=True, init=False)
     class DeclareOk(Method):
         """Confirms a queue definition.
 
@@ -1632,6 +1913,18 @@ class Queue:
         Reports the number of active consumers for the queue. Note that consumers can suspend
         activity (Channel.Flow) in which case they do not appear in this count."""
 
+        def __init__(
+            self,
+            queue: str = "",
+            message_count: int = 0,
+            consumer_count: int = 0,
+        ) -> None:
+            # Frozen: fields are set through the slot setters (see base.slot_setters).
+            s = self._SETTERS
+            s[0](self, queue)
+            s[1](self, message_count)
+            s[2](self, consumer_count)
+
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
@@ -1649,7 +1942,7 @@ class Queue:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
-    @dataclass(frozen=True, slots=True)
+    @dataclass(frozen=True, slots=True, init=False)
     class Bind(Method):
         """Bind queue to an exchange.
 
@@ -1674,7 +1967,7 @@ class Queue:
             FieldSpec("routing-key", "routing_key", "shortstr", "", label="Message routing key."),
             FieldSpec("no-wait", "no_wait", "bit", False),
             FieldSpec(
-                "arguments", "arguments", "table", FieldTable(), label="Arguments for binding."
+                "arguments", "arguments", "table", EMPTY_TABLE, label="Arguments for binding."
             ),
         )
 
@@ -1701,11 +1994,28 @@ class Queue:
 
         no_wait: bool = False
 
-        arguments: FieldTable = field(default_factory=FieldTable)
+        arguments: Mapping[str, Any] = field(default_factory=FieldTable)
         """Arguments for binding.
 
         A set of arguments for the binding. The syntax and semantics of these arguments depends
         on the exchange class."""
+
+        def __init__(
+            self,
+            queue: str = "",
+            exchange: str = "",
+            routing_key: str = "",
+            no_wait: bool = False,
+            arguments: Mapping[str, Any] = EMPTY_TABLE,
+        ) -> None:
+            # Frozen: fields are set through the slot setters (see base.slot_setters).
+            s = self._SETTERS
+            s[0](self, 0)
+            s[1](self, queue)
+            s[2](self, exchange)
+            s[3](self, routing_key)
+            s[4](self, no_wait)
+            s[5](self, arguments)
 
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
@@ -1756,7 +2066,7 @@ class Queue:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
-    @dataclass(frozen=True, slots=True)
+    @dataclass(frozen=True, slots=True, init=False)
     class Unbind(Method):
         """Unbind a queue from an exchange.
 
@@ -1778,7 +2088,7 @@ class Queue:
                 "routing-key", "routing_key", "shortstr", "", label="Routing key of binding."
             ),
             FieldSpec(
-                "arguments", "arguments", "table", FieldTable(), label="Arguments of binding."
+                "arguments", "arguments", "table", EMPTY_TABLE, label="Arguments of binding."
             ),
         )
 
@@ -1796,10 +2106,25 @@ class Queue:
 
         Specifies the routing key of the binding to unbind."""
 
-        arguments: FieldTable = field(default_factory=FieldTable)
+        arguments: Mapping[str, Any] = field(default_factory=FieldTable)
         """Arguments of binding.
 
         Specifies the arguments of the binding to unbind."""
+
+        def __init__(
+            self,
+            queue: str = "",
+            exchange: str = "",
+            routing_key: str = "",
+            arguments: Mapping[str, Any] = EMPTY_TABLE,
+        ) -> None:
+            # Frozen: fields are set through the slot setters (see base.slot_setters).
+            s = self._SETTERS
+            s[0](self, 0)
+            s[1](self, queue)
+            s[2](self, exchange)
+            s[3](self, routing_key)
+            s[4](self, arguments)
 
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
@@ -1849,7 +2174,7 @@ class Queue:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
-    @dataclass(frozen=True, slots=True)
+    @dataclass(frozen=True, slots=True, init=False)
     class Purge(Method):
         """Purge a queue.
 
@@ -1877,6 +2202,17 @@ class Queue:
 
         no_wait: bool = False
 
+        def __init__(
+            self,
+            queue: str = "",
+            no_wait: bool = False,
+        ) -> None:
+            # Frozen: fields are set through the slot setters (see base.slot_setters).
+            s = self._SETTERS
+            s[0](self, 0)
+            s[1](self, queue)
+            s[2](self, no_wait)
+
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
@@ -1894,7 +2230,7 @@ class Queue:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
-    @dataclass(frozen=True, slots=True)
+    @dataclass(frozen=True, slots=True, init=False)
     class PurgeOk(Method):
         """Confirms a queue purge.
 
@@ -1915,6 +2251,14 @@ class Queue:
         message_count: int = 0
         """Reports the number of messages purged."""
 
+        def __init__(
+            self,
+            message_count: int = 0,
+        ) -> None:
+            # Frozen: fields are set through the slot setters (see base.slot_setters).
+            s = self._SETTERS
+            s[0](self, message_count)
+
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
@@ -1924,7 +2268,7 @@ class Queue:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
-    @dataclass(frozen=True, slots=True)
+    @dataclass(frozen=True, slots=True, init=False)
     class Delete(Method):
         """Delete a queue.
 
@@ -1967,6 +2311,21 @@ class Queue:
 
         no_wait: bool = False
 
+        def __init__(
+            self,
+            queue: str = "",
+            if_unused: bool = False,
+            if_empty: bool = False,
+            no_wait: bool = False,
+        ) -> None:
+            # Frozen: fields are set through the slot setters (see base.slot_setters).
+            s = self._SETTERS
+            s[0](self, 0)
+            s[1](self, queue)
+            s[2](self, if_unused)
+            s[3](self, if_empty)
+            s[4](self, no_wait)
+
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
@@ -1988,7 +2347,7 @@ class Queue:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
-    @dataclass(frozen=True, slots=True)
+    @dataclass(frozen=True, slots=True, init=False)
     class DeleteOk(Method):
         """Confirm deletion of a queue.
 
@@ -2009,6 +2368,14 @@ class Queue:
         message_count: int = 0
         """Reports the number of messages deleted."""
 
+        def __init__(
+            self,
+            message_count: int = 0,
+        ) -> None:
+            # Frozen: fields are set through the slot setters (see base.slot_setters).
+            s = self._SETTERS
+            s[0](self, message_count)
+
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
@@ -2027,7 +2394,7 @@ class Basic:
     NAME: ClassVar[str] = "basic"
     CLASS_ID: ClassVar[int] = 60
 
-    @dataclass(frozen=True, slots=True)
+    @dataclass(frozen=True, slots=True, init=False)
     class Qos(Method):
         """Specify quality of service.
 
@@ -2085,6 +2452,18 @@ class Basic:
         being unaffected) and global=true to mean that the QoS settings should apply per-
         channel."""
 
+        def __init__(
+            self,
+            prefetch_size: int = 0,
+            prefetch_count: int = 0,
+            global_: bool = False,
+        ) -> None:
+            # Frozen: fields are set through the slot setters (see base.slot_setters).
+            s = self._SETTERS
+            s[0](self, prefetch_size)
+            s[1](self, prefetch_count)
+            s[2](self, global_)
+
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
@@ -2130,7 +2509,7 @@ class Basic:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
-    @dataclass(frozen=True, slots=True)
+    @dataclass(frozen=True, slots=True, init=False)
     class Consume(Method):
         """Start a queue consumer.
 
@@ -2155,7 +2534,7 @@ class Basic:
             FieldSpec("exclusive", "exclusive", "bit", False, label="Request exclusive access."),
             FieldSpec("no-wait", "no_wait", "bit", False),
             FieldSpec(
-                "arguments", "arguments", "table", FieldTable(), label="Arguments for declaration."
+                "arguments", "arguments", "table", EMPTY_TABLE, label="Arguments for declaration."
             ),
         )
 
@@ -2181,11 +2560,32 @@ class Basic:
 
         no_wait: bool = False
 
-        arguments: FieldTable = field(default_factory=FieldTable)
+        arguments: Mapping[str, Any] = field(default_factory=FieldTable)
         """Arguments for declaration.
 
         A set of arguments for the consume. The syntax and semantics of these arguments depends
         on the server implementation."""
+
+        def __init__(
+            self,
+            queue: str = "",
+            consumer_tag: str = "",
+            no_local: bool = False,
+            no_ack: bool = False,
+            exclusive: bool = False,
+            no_wait: bool = False,
+            arguments: Mapping[str, Any] = EMPTY_TABLE,
+        ) -> None:
+            # Frozen: fields are set through the slot setters (see base.slot_setters).
+            s = self._SETTERS
+            s[0](self, 0)
+            s[1](self, queue)
+            s[2](self, consumer_tag)
+            s[3](self, no_local)
+            s[4](self, no_ack)
+            s[5](self, exclusive)
+            s[6](self, no_wait)
+            s[7](self, arguments)
 
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
@@ -2213,7 +2613,7 @@ class Basic:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
-    @dataclass(frozen=True, slots=True)
+    @dataclass(frozen=True, slots=True, init=False)
     class ConsumeOk(Method):
         """Confirm a new consumer.
 
@@ -2235,6 +2635,14 @@ class Basic:
         consumer_tag: str = ""
         """Holds the consumer tag specified by the client or provided by the server."""
 
+        def __init__(
+            self,
+            consumer_tag: str = "",
+        ) -> None:
+            # Frozen: fields are set through the slot setters (see base.slot_setters).
+            s = self._SETTERS
+            s[0](self, consumer_tag)
+
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
@@ -2251,7 +2659,7 @@ class Basic:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
-    @dataclass(frozen=True, slots=True)
+    @dataclass(frozen=True, slots=True, init=False)
     class Cancel(Method):
         """End a queue consumer.
 
@@ -2285,6 +2693,16 @@ class Basic:
 
         no_wait: bool = False
 
+        def __init__(
+            self,
+            consumer_tag: str = "",
+            no_wait: bool = False,
+        ) -> None:
+            # Frozen: fields are set through the slot setters (see base.slot_setters).
+            s = self._SETTERS
+            s[0](self, consumer_tag)
+            s[1](self, no_wait)
+
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
@@ -2302,7 +2720,7 @@ class Basic:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
-    @dataclass(frozen=True, slots=True)
+    @dataclass(frozen=True, slots=True, init=False)
     class CancelOk(Method):
         """Confirm a cancelled consumer.
 
@@ -2322,6 +2740,14 @@ class Basic:
 
         consumer_tag: str = ""
 
+        def __init__(
+            self,
+            consumer_tag: str = "",
+        ) -> None:
+            # Frozen: fields are set through the slot setters (see base.slot_setters).
+            s = self._SETTERS
+            s[0](self, consumer_tag)
+
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
@@ -2338,7 +2764,7 @@ class Basic:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
-    @dataclass(frozen=True, slots=True)
+    @dataclass(frozen=True, slots=True, init=False)
     class Publish(Method):
         """Publish a message.
 
@@ -2391,6 +2817,21 @@ class Basic:
         message with a Return method. If this flag is zero, the server will queue the message,
         but with no guarantee that it will ever be consumed."""
 
+        def __init__(
+            self,
+            exchange: str = "",
+            routing_key: str = "",
+            mandatory: bool = False,
+            immediate: bool = False,
+        ) -> None:
+            # Frozen: fields are set through the slot setters (see base.slot_setters).
+            s = self._SETTERS
+            s[0](self, 0)
+            s[1](self, exchange)
+            s[2](self, routing_key)
+            s[3](self, mandatory)
+            s[4](self, immediate)
+
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
@@ -2411,7 +2852,7 @@ class Basic:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
-    @dataclass(frozen=True, slots=True)
+    @dataclass(frozen=True, slots=True, init=False)
     class Return(Method):
         """Return a failed message.
 
@@ -2447,6 +2888,20 @@ class Basic:
 
         Specifies the routing key name specified when the message was published."""
 
+        def __init__(
+            self,
+            reply_code: int = 0,
+            reply_text: str = "",
+            exchange: str = "",
+            routing_key: str = "",
+        ) -> None:
+            # Frozen: fields are set through the slot setters (see base.slot_setters).
+            s = self._SETTERS
+            s[0](self, reply_code)
+            s[1](self, reply_text)
+            s[2](self, exchange)
+            s[3](self, routing_key)
+
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
@@ -2469,7 +2924,7 @@ class Basic:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
-    @dataclass(frozen=True, slots=True)
+    @dataclass(frozen=True, slots=True, init=False)
     class Deliver(Method):
         """Notify the client of a consumer message.
 
@@ -2508,6 +2963,22 @@ class Basic:
 
         Specifies the routing key name specified when the message was published."""
 
+        def __init__(
+            self,
+            consumer_tag: str = "",
+            delivery_tag: int = 0,
+            redelivered: bool = False,
+            exchange: str = "",
+            routing_key: str = "",
+        ) -> None:
+            # Frozen: fields are set through the slot setters (see base.slot_setters).
+            s = self._SETTERS
+            s[0](self, consumer_tag)
+            s[1](self, delivery_tag)
+            s[2](self, redelivered)
+            s[3](self, exchange)
+            s[4](self, routing_key)
+
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
@@ -2531,7 +3002,7 @@ class Basic:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
-    @dataclass(frozen=True, slots=True)
+    @dataclass(frozen=True, slots=True, init=False)
     class Get(Method):
         """Direct access to a queue.
 
@@ -2561,6 +3032,17 @@ class Basic:
 
         no_ack: bool = False
 
+        def __init__(
+            self,
+            queue: str = "",
+            no_ack: bool = False,
+        ) -> None:
+            # Frozen: fields are set through the slot setters (see base.slot_setters).
+            s = self._SETTERS
+            s[0](self, 0)
+            s[1](self, queue)
+            s[2](self, no_ack)
+
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
@@ -2578,7 +3060,7 @@ class Basic:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
-    @dataclass(frozen=True, slots=True)
+    @dataclass(frozen=True, slots=True, init=False)
     class GetOk(Method):
         """Provide client with a message.
 
@@ -2616,6 +3098,22 @@ class Basic:
 
         message_count: int = 0
 
+        def __init__(
+            self,
+            delivery_tag: int = 0,
+            redelivered: bool = False,
+            exchange: str = "",
+            routing_key: str = "",
+            message_count: int = 0,
+        ) -> None:
+            # Frozen: fields are set through the slot setters (see base.slot_setters).
+            s = self._SETTERS
+            s[0](self, delivery_tag)
+            s[1](self, redelivered)
+            s[2](self, exchange)
+            s[3](self, routing_key)
+            s[4](self, message_count)
+
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
@@ -2636,7 +3134,7 @@ class Basic:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
-    @dataclass(frozen=True, slots=True)
+    @dataclass(frozen=True, slots=True, init=False)
     class GetEmpty(Method):
         """Indicate no messages available.
 
@@ -2657,6 +3155,13 @@ class Basic:
         reserved_1: str = field(default="", init=False, repr=False, compare=False)
         """Reserved: always '' when encoded, unless decoded with another value."""
 
+        def __init__(
+            self,
+        ) -> None:
+            # Frozen: fields are set through the slot setters (see base.slot_setters).
+            s = self._SETTERS
+            s[0](self, "")
+
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
@@ -2673,7 +3178,7 @@ class Basic:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
-    @dataclass(frozen=True, slots=True)
+    @dataclass(frozen=True, slots=True, init=False)
     class Ack(Method):
         """Acknowledge one or more messages.
 
@@ -2709,6 +3214,16 @@ class Basic:
         refers to a single message. If the multiple field is 1, and the delivery tag is zero,
         this indicates acknowledgement of all outstanding messages."""
 
+        def __init__(
+            self,
+            delivery_tag: int = 0,
+            multiple: bool = False,
+        ) -> None:
+            # Frozen: fields are set through the slot setters (see base.slot_setters).
+            s = self._SETTERS
+            s[0](self, delivery_tag)
+            s[1](self, multiple)
+
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
@@ -2720,7 +3235,7 @@ class Basic:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
-    @dataclass(frozen=True, slots=True)
+    @dataclass(frozen=True, slots=True, init=False)
     class Reject(Method):
         """Reject an incoming message.
 
@@ -2748,6 +3263,16 @@ class Basic:
         If requeue is true, the server will attempt to requeue the message.  If requeue
         is false or the requeue  attempt fails the messages are discarded or dead-lettered."""
 
+        def __init__(
+            self,
+            delivery_tag: int = 0,
+            requeue: bool = True,
+        ) -> None:
+            # Frozen: fields are set through the slot setters (see base.slot_setters).
+            s = self._SETTERS
+            s[0](self, delivery_tag)
+            s[1](self, requeue)
+
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
@@ -2757,7 +3282,7 @@ class Basic:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
-    @dataclass(frozen=True, slots=True)
+    @dataclass(frozen=True, slots=True, init=False)
     class RecoverAsync(Method):
         """Redeliver unacknowledged messages.
 
@@ -2784,6 +3309,14 @@ class Basic:
         this bit is 1, the server will attempt to requeue the message, potentially then
         delivering it to an alternative subscriber."""
 
+        def __init__(
+            self,
+            requeue: bool = False,
+        ) -> None:
+            # Frozen: fields are set through the slot setters (see base.slot_setters).
+            s = self._SETTERS
+            s[0](self, requeue)
+
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
@@ -2793,7 +3326,7 @@ class Basic:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
-    @dataclass(frozen=True, slots=True)
+    @dataclass(frozen=True, slots=True, init=False)
     class Recover(Method):
         """Redeliver unacknowledged messages.
 
@@ -2819,6 +3352,14 @@ class Basic:
         If this field is zero, the message will be redelivered to the original recipient. If
         this bit is 1, the server will attempt to requeue the message, potentially then
         delivering it to an alternative subscriber."""
+
+        def __init__(
+            self,
+            requeue: bool = False,
+        ) -> None:
+            # Frozen: fields are set through the slot setters (see base.slot_setters).
+            s = self._SETTERS
+            s[0](self, requeue)
 
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
@@ -2854,7 +3395,7 @@ class Basic:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
-    @dataclass(frozen=True, slots=True)
+    @dataclass(frozen=True, slots=True, init=False)
     class Nack(Method):
         """Reject one or more incoming messages.
 
@@ -2896,6 +3437,18 @@ class Basic:
         If requeue is true, the server will attempt to requeue the message.  If requeue
         is false or the requeue  attempt fails the messages are discarded or dead-lettered.
         Clients receiving the Nack methods should ignore this flag."""
+
+        def __init__(
+            self,
+            delivery_tag: int = 0,
+            multiple: bool = False,
+            requeue: bool = True,
+        ) -> None:
+            # Frozen: fields are set through the slot setters (see base.slot_setters).
+            s = self._SETTERS
+            s[0](self, delivery_tag)
+            s[1](self, multiple)
+            s[2](self, requeue)
 
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
@@ -2939,7 +3492,7 @@ class Confirm:
     NAME: ClassVar[str] = "confirm"
     CLASS_ID: ClassVar[int] = 85
 
-    @dataclass(frozen=True, slots=True)
+    @dataclass(frozen=True, slots=True, init=False)
     class Select(Method):
         """This method sets the channel to use publisher acknowledgements. The client can only use
         this method on a non-transactional channel."""
@@ -2955,6 +3508,14 @@ class Confirm:
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (FieldSpec("nowait", "nowait", "bit", False),)
 
         nowait: bool = False
+
+        def __init__(
+            self,
+            nowait: bool = False,
+        ) -> None:
+            # Frozen: fields are set through the slot setters (see base.slot_setters).
+            s = self._SETTERS
+            s[0](self, nowait)
 
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
@@ -3195,6 +3756,54 @@ Confirm.Select.RESPONSES = (Confirm.SelectOk,)
 Tx.Select.RESPONSES = (Tx.SelectOk,)
 Tx.Commit.RESPONSES = (Tx.CommitOk,)
 Tx.Rollback.RESPONSES = (Tx.RollbackOk,)
+
+Connection.Start._SETTERS = slot_setters(Connection.Start)
+Connection.StartOk._SETTERS = slot_setters(Connection.StartOk)
+Connection.Secure._SETTERS = slot_setters(Connection.Secure)
+Connection.SecureOk._SETTERS = slot_setters(Connection.SecureOk)
+Connection.Tune._SETTERS = slot_setters(Connection.Tune)
+Connection.TuneOk._SETTERS = slot_setters(Connection.TuneOk)
+Connection.Open._SETTERS = slot_setters(Connection.Open)
+Connection.OpenOk._SETTERS = slot_setters(Connection.OpenOk)
+Connection.Close._SETTERS = slot_setters(Connection.Close)
+Connection.Blocked._SETTERS = slot_setters(Connection.Blocked)
+Connection.UpdateSecret._SETTERS = slot_setters(Connection.UpdateSecret)
+Channel.Open._SETTERS = slot_setters(Channel.Open)
+Channel.OpenOk._SETTERS = slot_setters(Channel.OpenOk)
+Channel.Flow._SETTERS = slot_setters(Channel.Flow)
+Channel.FlowOk._SETTERS = slot_setters(Channel.FlowOk)
+Channel.Close._SETTERS = slot_setters(Channel.Close)
+Access.Request._SETTERS = slot_setters(Access.Request)
+Access.RequestOk._SETTERS = slot_setters(Access.RequestOk)
+Exchange.Declare._SETTERS = slot_setters(Exchange.Declare)
+Exchange.Delete._SETTERS = slot_setters(Exchange.Delete)
+Exchange.Bind._SETTERS = slot_setters(Exchange.Bind)
+Exchange.Unbind._SETTERS = slot_setters(Exchange.Unbind)
+Queue.Declare._SETTERS = slot_setters(Queue.Declare)
+Queue.DeclareOk._SETTERS = slot_setters(Queue.DeclareOk)
+Queue.Bind._SETTERS = slot_setters(Queue.Bind)
+Queue.Unbind._SETTERS = slot_setters(Queue.Unbind)
+Queue.Purge._SETTERS = slot_setters(Queue.Purge)
+Queue.PurgeOk._SETTERS = slot_setters(Queue.PurgeOk)
+Queue.Delete._SETTERS = slot_setters(Queue.Delete)
+Queue.DeleteOk._SETTERS = slot_setters(Queue.DeleteOk)
+Basic.Qos._SETTERS = slot_setters(Basic.Qos)
+Basic.Consume._SETTERS = slot_setters(Basic.Consume)
+Basic.ConsumeOk._SETTERS = slot_setters(Basic.ConsumeOk)
+Basic.Cancel._SETTERS = slot_setters(Basic.Cancel)
+Basic.CancelOk._SETTERS = slot_setters(Basic.CancelOk)
+Basic.Publish._SETTERS = slot_setters(Basic.Publish)
+Basic.Return._SETTERS = slot_setters(Basic.Return)
+Basic.Deliver._SETTERS = slot_setters(Basic.Deliver)
+Basic.Get._SETTERS = slot_setters(Basic.Get)
+Basic.GetOk._SETTERS = slot_setters(Basic.GetOk)
+Basic.GetEmpty._SETTERS = slot_setters(Basic.GetEmpty)
+Basic.Ack._SETTERS = slot_setters(Basic.Ack)
+Basic.Reject._SETTERS = slot_setters(Basic.Reject)
+Basic.RecoverAsync._SETTERS = slot_setters(Basic.RecoverAsync)
+Basic.Recover._SETTERS = slot_setters(Basic.Recover)
+Basic.Nack._SETTERS = slot_setters(Basic.Nack)
+Confirm.Select._SETTERS = slot_setters(Confirm.Select)
 
 #: Every method class by (class id, method id).
 METHODS: dict[tuple[int, int], type[Method]] = {

@@ -12,18 +12,20 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 from struct import Struct
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ..base import FieldSpec, Properties
 from ..encoding import LEN8, encode_failure
 from ..errors import AMQPEncodeError
-from ..table import FieldTable, Timestamp, encode_table
+from ..table import EMPTY_TABLE, Timestamp, encode_table
 
 __all__ = [
     "BasicProperties",
     "PROPERTIES",
 ]
 
+_set = object.__setattr__
 _VALUE_ERRORS = (AttributeError, TypeError, ValueError, IndexError, OverflowError, struct.error)
 
 _PACK_B = Struct(">B").pack
@@ -32,7 +34,7 @@ _PACK_Q = Struct(">Q").pack
 _PACK_I = Struct(">I").pack
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class BasicProperties(Properties):
     """Content properties of the basic class. ``None`` means the property is absent."""
 
@@ -42,7 +44,7 @@ class BasicProperties(Properties):
         FieldSpec(
             "content-encoding", "content_encoding", "shortstr", "", label="MIME content encoding."
         ),
-        FieldSpec("headers", "headers", "table", FieldTable(), label="Message header field table."),
+        FieldSpec("headers", "headers", "table", EMPTY_TABLE, label="Message header field table."),
         FieldSpec(
             "delivery-mode",
             "delivery_mode",
@@ -100,7 +102,7 @@ class BasicProperties(Properties):
     content_encoding: str | None = None
     """MIME content encoding."""
 
-    headers: FieldTable | dict[str, Any] | None = None
+    headers: Mapping[str, Any] | None = None
     """Message header field table."""
 
     delivery_mode: int | None = None
@@ -136,84 +138,134 @@ class BasicProperties(Properties):
     cluster_id: str | None = None
     """Intra-cluster routing identifier (deprecated)."""
 
+    def __init__(
+        self,
+        content_type: str | None = None,
+        content_encoding: str | None = None,
+        headers: Mapping[str, Any] | None = None,
+        delivery_mode: int | None = None,
+        priority: int | None = None,
+        correlation_id: str | None = None,
+        reply_to: str | None = None,
+        expiration: str | None = None,
+        message_id: str | None = None,
+        timestamp: Timestamp | int | None = None,
+        type: str | None = None,
+        user_id: str | None = None,
+        app_id: str | None = None,
+        cluster_id: str | None = None,
+    ) -> None:
+        # Only present properties go into the instance dict; absent ones read the class's None.
+        present: dict[str, Any] = {}
+        if content_type is not None:
+            present["content_type"] = content_type
+        if content_encoding is not None:
+            present["content_encoding"] = content_encoding
+        if headers is not None:
+            present["headers"] = headers
+        if delivery_mode is not None:
+            present["delivery_mode"] = delivery_mode
+        if priority is not None:
+            present["priority"] = priority
+        if correlation_id is not None:
+            present["correlation_id"] = correlation_id
+        if reply_to is not None:
+            present["reply_to"] = reply_to
+        if expiration is not None:
+            present["expiration"] = expiration
+        if message_id is not None:
+            present["message_id"] = message_id
+        if timestamp is not None:
+            present["timestamp"] = timestamp
+        if type is not None:
+            present["type"] = type
+        if user_id is not None:
+            present["user_id"] = user_id
+        if app_id is not None:
+            present["app_id"] = app_id
+        if cluster_id is not None:
+            present["cluster_id"] = cluster_id
+        _set(self, "__dict__", present)
+
     def encode(self) -> bytes:
         """Property flags followed by the present properties."""
         flags = 0
         parts: list[bytes] = [b""]  # parts[0] becomes the flag word
         append = parts.append
+        present = self.__dict__  # only the properties that are not None (see __init__)
         try:
-            value = self.content_type
-            if value is not None:
+            if "content_type" in present:
+                value = present["content_type"]
                 flags |= 0x8000
                 raw = value.encode("utf-8", "surrogateescape")
                 append(LEN8[len(raw)])
                 append(raw)
-            value = self.content_encoding
-            if value is not None:
+            if "content_encoding" in present:
+                value = present["content_encoding"]
                 flags |= 0x4000
                 raw = value.encode("utf-8", "surrogateescape")
                 append(LEN8[len(raw)])
                 append(raw)
-            value = self.headers
-            if value is not None:
+            if "headers" in present:
+                value = present["headers"]
                 flags |= 0x2000
                 append(encode_table(value, "headers"))
-            value = self.delivery_mode
-            if value is not None:
+            if "delivery_mode" in present:
+                value = present["delivery_mode"]
                 flags |= 0x1000
                 append(_PACK_B(value))
-            value = self.priority
-            if value is not None:
+            if "priority" in present:
+                value = present["priority"]
                 flags |= 0x0800
                 append(_PACK_B(value))
-            value = self.correlation_id
-            if value is not None:
+            if "correlation_id" in present:
+                value = present["correlation_id"]
                 flags |= 0x0400
                 raw = value.encode("utf-8", "surrogateescape")
                 append(LEN8[len(raw)])
                 append(raw)
-            value = self.reply_to
-            if value is not None:
+            if "reply_to" in present:
+                value = present["reply_to"]
                 flags |= 0x0200
                 raw = value.encode("utf-8", "surrogateescape")
                 append(LEN8[len(raw)])
                 append(raw)
-            value = self.expiration
-            if value is not None:
+            if "expiration" in present:
+                value = present["expiration"]
                 flags |= 0x0100
                 raw = value.encode("utf-8", "surrogateescape")
                 append(LEN8[len(raw)])
                 append(raw)
-            value = self.message_id
-            if value is not None:
+            if "message_id" in present:
+                value = present["message_id"]
                 flags |= 0x0080
                 raw = value.encode("utf-8", "surrogateescape")
                 append(LEN8[len(raw)])
                 append(raw)
-            value = self.timestamp
-            if value is not None:
+            if "timestamp" in present:
+                value = present["timestamp"]
                 flags |= 0x0040
                 append(_PACK_Q(value))
-            value = self.type
-            if value is not None:
+            if "type" in present:
+                value = present["type"]
                 flags |= 0x0020
                 raw = value.encode("utf-8", "surrogateescape")
                 append(LEN8[len(raw)])
                 append(raw)
-            value = self.user_id
-            if value is not None:
+            if "user_id" in present:
+                value = present["user_id"]
                 flags |= 0x0010
                 raw = value.encode("utf-8", "surrogateescape")
                 append(LEN8[len(raw)])
                 append(raw)
-            value = self.app_id
-            if value is not None:
+            if "app_id" in present:
+                value = present["app_id"]
                 flags |= 0x0008
                 raw = value.encode("utf-8", "surrogateescape")
                 append(LEN8[len(raw)])
                 append(raw)
-            value = self.cluster_id
-            if value is not None:
+            if "cluster_id" in present:
+                value = present["cluster_id"]
                 flags |= 0x0004
                 raw = value.encode("utf-8", "surrogateescape")
                 append(LEN8[len(raw)])
