@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import struct
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, cast
@@ -92,6 +92,7 @@ _INT_RANGES: dict[str, tuple[int, int]] = {
 }
 _ALL_TAGS = frozenset("tbBUusIiLlfdDSxATFV")
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
+_EPOCH_NAIVE = _dt.datetime(1970, 1, 1)
 
 
 class Timestamp(int):
@@ -119,9 +120,8 @@ class Timestamp(int):
                 "an AMQP timestamp holds whole seconds; this datetime has microseconds "
                 "(use .replace(microsecond=0) to drop them deliberately)"
             )
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=_dt.UTC)
-        return cls((value - _EPOCH) // _dt.timedelta(seconds=1))
+        delta = value - (_EPOCH_NAIVE if value.tzinfo is None else _EPOCH)
+        return cls(delta.days * 86400 + delta.seconds)
 
     def __repr__(self) -> str:
         return f"Timestamp({int(self)})"
@@ -459,6 +459,26 @@ def _decode_value(buf: bytes, o: int, end: int, tag: int, depth: int) -> tuple[A
 # --------------------------------------------------------------------------------------------
 
 
+# Exact types whose tag needs no further look (ints depend on their size; see tag_for).
+_TAG_BY_TYPE: dict[type, str] = {
+    str: "S",
+    bool: "t",
+    float: "d",
+    type(None): "V",
+    dict: "F",
+    FieldTable: "F",
+    list: "A",
+    tuple: "A",
+    FieldArray: "A",
+    bytes: "x",
+    bytearray: "x",
+    memoryview: "x",
+    Decimal: "D",
+    Timestamp: "T",
+    _dt.datetime: "T",
+}
+
+
 def tag_for(value: Any, field: str | None = None) -> str:
     """The tag a plain Python value is encoded with, following RabbitMQ's clients.
 
@@ -466,12 +486,10 @@ def tag_for(value: Any, field: str | None = None) -> str:
     bytes/bytearray/memoryview→x, datetime and :class:`Timestamp`→T, None→V, list/tuple→A,
     mapping→F. Anything else, or an int past signed 64-bit, raises :class:`AMQPEncodeError`.
     """
-    t = type(value)
-    if t is str:
-        return "S"
-    if t is bool:
-        return "t"
-    if t is int:
+    tag = _TAG_BY_TYPE.get(type(value))
+    if tag is not None:
+        return tag
+    if isinstance(value, int) and not isinstance(value, bool):
         if -(2**31) <= value < 2**31:
             return "I"
         if -(2**63) <= value < 2**63:
@@ -479,30 +497,14 @@ def tag_for(value: Any, field: str | None = None) -> str:
         raise AMQPEncodeError(
             f"int {value} does not fit a signed 64-bit field-table value", field=field
         )
-    if value is None:
-        return "V"
-    if t is float:
-        return "d"
-    if isinstance(value, (Timestamp, _dt.datetime)):
-        return "T"
-    if isinstance(value, (FieldTable, Mapping)):
-        return "F"
-    if isinstance(value, (FieldArray, list, tuple)):
-        return "A"
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return "x"
-    if isinstance(value, Decimal):
-        return "D"
     if isinstance(value, Tagged):
         return value.tag
-    if isinstance(value, bool):
-        return "t"
-    if isinstance(value, int):
-        return tag_for(int(value), field)
-    if isinstance(value, float):
-        return "d"
-    if isinstance(value, str):
-        return "S"
+    # Subclasses of the types above.
+    for cls, tag in _TAG_BY_TYPE.items():
+        if cls is not type(None) and isinstance(value, cls):
+            return tag
+    if isinstance(value, Mapping):
+        return "F"
     raise AMQPEncodeError(
         f"{type(value).__name__} has no field-table encoding (wrap it in Tagged to choose one)",
         field=field,
@@ -569,27 +571,42 @@ def _encode_entries(table: Mapping[str, Any], parts: list[bytes]) -> None:
             return
         for key, value in table.items():
             append(_key_cache.get(key) or _encoded_key(key))
-            t = type(value)
-            # Common plain values inline: str as S, int as I (or l), bool as t, float as d.
-            if t is str:
-                raw = value.encode()
-                append(_pack_tag_size(83, len(raw)))
-                append(raw)
-            elif t is int and -2147483648 <= value <= 2147483647:
-                append(_pack_tag_int(73, value))
-            elif t is bool:
-                append(b"t\x01" if value else b"t\x00")
-            elif t is float:
-                append(_pack_tag_double(100, value))
-            elif t is Tagged:
-                _encode_value(value.tag, value.value, parts)
-            else:
-                _encode_value(tag_for(value), value, parts)
+            _append_plain(value, parts)
     except AMQPEncodeError as exc:
         exc.field = _key_step(key) + (exc.field or "")
         raise
     except (TypeError, UnicodeEncodeError) as exc:  # an unhashable key; a lone surrogate
         raise AMQPEncodeError(f"cannot encode value: {exc}", field=_key_step(key)) from None
+
+
+def _append_plain(value: Any, parts: list[bytes]) -> None:
+    """Append a plain value with the tag :func:`tag_for` gives it; common types inline."""
+    t = type(value)
+    if t is str:
+        raw = value.encode()
+        parts.append(_pack_tag_size(83, len(raw)))
+        parts.append(raw)
+    elif t is int and -2147483648 <= value <= 2147483647:
+        parts.append(_pack_tag_int(73, value))
+    elif t is bool:
+        parts.append(b"t\x01" if value else b"t\x00")
+    elif value is None:
+        parts.append(b"V")
+    elif t is dict:
+        parts.append(b"F")
+        parts.append(encode_table(value))
+    elif t is bytes:
+        parts.append(_pack_tag_size(120, len(value)))
+        parts.append(value)
+    elif t is float:
+        parts.append(_pack_tag_double(100, value))
+    elif t is list:
+        parts.append(b"A")
+        parts.append(_encode_array(value))
+    elif t is Tagged:
+        _encode_value(value.tag, value.value, parts)
+    else:
+        _encode_value(tag_for(value), value, parts)
 
 
 def _key_step(key: object) -> str:
@@ -599,80 +616,123 @@ def _key_step(key: object) -> str:
 
 def _encode_value(tag: str, value: Any, parts: list[bytes]) -> None:
     """Append ``tag`` and ``value`` encoded as that tag; errors carry the path below it."""
-    append = parts.append
-    append(tag.encode("ascii"))
     try:
-        if tag == "S" or tag == "x":
-            if isinstance(value, str):
-                if tag == "x":
-                    raise AMQPEncodeError("tag 'x' takes bytes, not str")
-                raw = value.encode()
-            elif isinstance(value, (bytes, bytearray, memoryview)):
-                raw = bytes(value)
-            else:
-                raise AMQPEncodeError(f"tag {tag!r} takes str or bytes, not {type(value).__name__}")
-            if len(raw) > 0xFFFFFFFF:
-                raise AMQPEncodeError("string longer than 4 GiB")
-            append(_pack_I(len(raw)))
-            append(raw)
-        elif tag == "F":
-            if not isinstance(value, Mapping):
-                raise AMQPEncodeError(f"tag 'F' takes a mapping, not {type(value).__name__}")
-            append(encode_table(value))
-        elif tag == "A":
-            append(_encode_array(value))
-        elif tag == "t":
-            if type(value) is not bool and value not in (0, 1):
-                raise AMQPEncodeError(f"tag 't' takes a bool, not {value!r}")
-            append(b"\x01" if value else b"\x00")
-        elif tag == "V":
-            if value is not None:
-                raise AMQPEncodeError(f"tag 'V' takes None, not {value!r}")
-        elif tag == "d" or tag == "f":
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise AMQPEncodeError(f"tag {tag!r} takes a float, not {value!r}")
-            if isinstance(value, int) and float(value) != value:
-                raise AMQPEncodeError(f"int {value} is not exactly representable as a float")
-            append(struct.pack(">d" if tag == "d" else ">f", value))
-        elif tag == "D":
-            append(_encode_decimal(value))
-        elif tag == "T" and isinstance(value, _dt.datetime):
-            seconds = Timestamp.from_datetime(value)
-            if seconds < 0:
-                raise AMQPEncodeError("timestamps before 1970 do not fit an AMQP timestamp")
-            append(_FIXED_FORMATS["T"].pack(seconds))
-        else:
-            fmt = _FIXED_FORMATS[tag]
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise AMQPEncodeError(f"tag {tag!r} takes an int, not {value!r}")
-            low, high = _INT_RANGES[tag]
-            if not low <= value <= high:
-                raise AMQPEncodeError(f"{value} is out of range for tag {tag!r} ({low}..{high})")
-            append(fmt.pack(value))
+        encode = _VALUE_ENCODERS[tag]
+    except KeyError:
+        raise AMQPEncodeError(f"unknown field-table tag {tag!r}") from None
+    try:
+        parts.append(encode(value))
     except (OverflowError, struct.error) as exc:
         raise AMQPEncodeError(f"cannot encode {value!r} as tag {tag!r}: {exc}") from None
 
 
+def _integer_encoder(tag: str) -> Callable[[Any], bytes]:
+    with_tag = struct.Struct(">B" + _FIXED_FORMATS[tag].format[1:]).pack
+    code = ord(tag)
+    low, high = _INT_RANGES[tag]
+
+    def encode(value: Any) -> bytes:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise AMQPEncodeError(f"tag {tag!r} takes an int, not {value!r}")
+        if not low <= value <= high:
+            raise AMQPEncodeError(f"{value} is out of range for tag {tag!r} ({low}..{high})")
+        return with_tag(code, value)
+
+    return encode
+
+
+def _float_encoder(tag: str) -> Callable[[Any], bytes]:
+    with_tag = struct.Struct(">B" + tag).pack
+    code = ord(tag)
+
+    def encode(value: Any) -> bytes:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise AMQPEncodeError(f"tag {tag!r} takes a float, not {value!r}")
+        if isinstance(value, int) and float(value) != value:
+            raise AMQPEncodeError(f"int {value} is not exactly representable as a float")
+        return with_tag(code, value)
+
+    return encode
+
+
+def _encode_string(tag: str) -> Callable[[Any], bytes]:
+    code = ord(tag)
+
+    def encode(value: Any) -> bytes:
+        if isinstance(value, str):
+            if tag == "x":
+                raise AMQPEncodeError("tag 'x' takes bytes, not str")
+            raw = value.encode()
+        elif isinstance(value, (bytes, bytearray, memoryview)):
+            raw = bytes(value)
+        else:
+            raise AMQPEncodeError(f"tag {tag!r} takes str or bytes, not {type(value).__name__}")
+        return _pack_tag_size(code, len(raw)) + raw
+
+    return encode
+
+
+def _encode_nested_table(value: Any) -> bytes:
+    if not isinstance(value, Mapping):
+        raise AMQPEncodeError(f"tag 'F' takes a mapping, not {type(value).__name__}")
+    return b"F" + encode_table(value)
+
+
+def _encode_bool(value: Any) -> bytes:
+    if type(value) is not bool and value not in (0, 1):
+        raise AMQPEncodeError(f"tag 't' takes a bool, not {value!r}")
+    return b"t\x01" if value else b"t\x00"
+
+
+def _encode_void(value: Any) -> bytes:
+    if value is not None:
+        raise AMQPEncodeError(f"tag 'V' takes None, not {value!r}")
+    return b"V"
+
+
+_encode_timestamp_int = _integer_encoder("T")
+
+
+def _encode_timestamp(value: Any) -> bytes:
+    if isinstance(value, _dt.datetime):
+        value = Timestamp.from_datetime(value)
+        if value < 0:
+            raise AMQPEncodeError("timestamps before 1970 do not fit an AMQP timestamp")
+    return _encode_timestamp_int(value)
+
+
+_VALUE_ENCODERS: dict[str, Callable[[Any], bytes]] = {
+    **{tag: _integer_encoder(tag) for tag in "bBUusIiLl"},
+    "d": _float_encoder("d"),
+    "f": _float_encoder("f"),
+    "S": _encode_string("S"),
+    "x": _encode_string("x"),
+    "F": _encode_nested_table,
+    "A": lambda value: b"A" + _encode_array(value),
+    "t": _encode_bool,
+    "V": _encode_void,
+    "D": lambda value: b"D" + _encode_decimal(value),
+    "T": _encode_timestamp,
+}
+
+
 def _encode_array(values: Any) -> bytes:
-    if isinstance(values, FieldArray):
-        items: Iterable[tuple[str | None, Any]] = zip(values._tags, values._values, strict=True)
-    elif isinstance(values, (list, tuple)):
-        items = [(None, value) for value in values]
-    else:
-        raise AMQPEncodeError(f"tag 'A' takes a list or tuple, not {type(values).__name__}")
     parts: list[bytes] = []
     position = 0
     try:
-        for tag, value in items:
-            if tag is not None:
+        if isinstance(values, FieldArray):
+            for tag, value in zip(values._tags, values._values, strict=True):
                 _encode_value(tag, value, parts)
-            elif type(value) is Tagged:
-                _encode_value(value.tag, value.value, parts)
-            else:
-                _encode_value(tag_for(value), value, parts)
-            position += 1
+                position += 1
+        elif isinstance(values, (list, tuple)):
+            for value in values:
+                _append_plain(value, parts)
+                position += 1
+        else:
+            raise AMQPEncodeError(f"tag 'A' takes a list or tuple, not {type(values).__name__}")
     except AMQPEncodeError as exc:
-        exc.field = f"[{position}]" + (exc.field or "")
+        if isinstance(values, (list, tuple)):
+            exc.field = f"[{position}]" + (exc.field or "")
         raise
     body = b"".join(parts)
     return _pack_I(len(body)) + body
