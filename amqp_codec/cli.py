@@ -152,6 +152,14 @@ def _method_label(spec: ProtocolSpec, class_id: int, method_id: int) -> str | No
     return f"{class_id}.{method_id}"
 
 
+def _printable(text: str) -> str:
+    """``text`` with undecodable bytes as \\xNN and control characters escaped."""
+    text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+
+
 def _problem_from_error(
     exc: AMQPDecodeError,
     spec: ProtocolSpec,
@@ -165,7 +173,7 @@ def _problem_from_error(
     return Problem(
         offset=offset,
         frame_offset=frame_offset,
-        reason=exc.reason,
+        reason=_printable(exc.reason),
         error=type(exc).__name__,
         reply_code=code,
         reply_name=spec.reply_names.get(code) if code is not None else None,
@@ -173,7 +181,7 @@ def _problem_from_error(
         class_id=exc.class_id,
         method_id=exc.method_id,
         method=_method_label(spec, exc.class_id, exc.method_id),
-        field=exc.field,
+        field=None if exc.field is None else _printable(exc.field),
         source=source,
         note=note,
     )
@@ -847,8 +855,8 @@ class StreamDissector:
         note = None
         if fatal:
             note = (
-                f"the rest of the stream ({self.stats.bytes - start} bytes so far) is not "
-                "decoded; use --spec 0-9-1 to decode it as AMQP 0-9-1 anyway"
+                "the rest of the stream is not decoded; "
+                "use --spec 0-9-1 to decode it as AMQP 0-9-1 anyway"
             )
         self._report_problem(_problem_from_error(exc, spec or DEFAULT_SPEC, start, base, note))
         self.tracker.forget()

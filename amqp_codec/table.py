@@ -156,7 +156,7 @@ class FieldTable(Mapping[str, Any]):
     __slots__ = ("_entries", "_index")
 
     _entries: list[tuple[str, str, Any]]
-    _index: dict[str, Any] | None
+    _index: dict[str, Any]  # unset until the first lookup
 
     def __init__(self, items: Mapping[str, Any] | Iterable[tuple[str, Any]] = ()) -> None:
         pairs = items.items() if isinstance(items, Mapping) else items
@@ -169,14 +169,12 @@ class FieldTable(Mapping[str, Any]):
             else:
                 entries.append((key, tag_for(value, key), value))
         self._entries = entries
-        self._index = None
 
     @classmethod
     def from_entries(cls, entries: list[tuple[str, str, Any]]) -> FieldTable:
         """Wrap decoded ``(key, tag, value)`` entries without re-checking them."""
-        table = cls.__new__(cls)
-        table._entries = entries
-        table._index = None
+        table = _new(cls)
+        _set_entries(table, entries)
         return table
 
     def entries(self) -> list[tuple[str, str, Any]]:
@@ -184,13 +182,15 @@ class FieldTable(Mapping[str, Any]):
         return list(self._entries)
 
     def _lookup(self) -> dict[str, Any]:
-        index = self._index
-        if index is None:
-            index = {}
+        # The dict view is built on first use: many decoded tables are only re-encoded.
+        try:
+            return self._index
+        except AttributeError:
+            index: dict[str, Any] = {}
             for key, _tag, value in self._entries:
                 index.setdefault(key, value)
             self._index = index
-        return index
+            return index
 
     def __getitem__(self, key: str) -> Any:
         return self._lookup()[key]
@@ -233,6 +233,9 @@ class FieldTable(Mapping[str, Any]):
             return f"FieldTable({self._lookup()!r})"
         return f"FieldTable({[(k, v) for k, _t, v in self._entries]!r})"
 
+
+_new = object.__new__
+_set_entries = FieldTable._entries.__set__  # type: ignore[attr-defined]
 
 #: The empty table, shared: tables are immutable.
 EMPTY_TABLE = FieldTable()
@@ -322,7 +325,11 @@ def decode_table(
     stop = start + size
     if stop > end:
         raise FrameSyntaxError(f"field table of {size} bytes runs past the end of the frame")
-    return FieldTable.from_entries(_decode_entries(buf, start, stop, max_depth)), stop
+    if not size:
+        return EMPTY_TABLE, stop
+    table = _new(FieldTable)
+    _set_entries(table, _decode_entries(buf, start, stop, max_depth))
+    return table, stop
 
 
 def _decode_entries(buf: bytes, o: int, end: int, depth: int) -> list[tuple[str, str, Any]]:
@@ -334,7 +341,10 @@ def _decode_entries(buf: bytes, o: int, end: int, depth: int) -> list[tuple[str,
         while o < end:
             n = buf[o]
             o += 1
-            key = buf[o : o + n].decode("utf-8", "surrogateescape")
+            try:
+                key = buf[o : o + n].decode()
+            except UnicodeDecodeError:
+                key = buf[o : o + n].decode("utf-8", "surrogateescape")
             o += n
             tag = buf[o]
             o += 1
@@ -419,7 +429,9 @@ def _decode_value(buf: bytes, o: int, end: int, tag: int, depth: int) -> tuple[A
                 reply_code=502,
             )
         if tag == 70:
-            return FieldTable.from_entries(_decode_entries(buf, o, stop, depth - 1)), stop
+            table = _new(FieldTable)
+            _set_entries(table, _decode_entries(buf, o, stop, depth - 1))
+            return table, stop
         return _decode_array(buf, o, stop, depth - 1), stop
     if tag == 73:  # I
         return _unpack_i(buf, o)[0], o + 4
