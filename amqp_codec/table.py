@@ -332,58 +332,58 @@ def decode_table(
     return table, stop
 
 
+def _cut_off(what: str) -> FrameSyntaxError:
+    return FrameSyntaxError(f"{what} cut off by the end of its table or array")
+
+
 def _decode_entries(buf: bytes, o: int, end: int, depth: int) -> list[tuple[str, str, Any]]:
-    """Decode entries in ``buf[o:end]``; ``depth`` is how many more nesting levels may follow."""
+    """Decode entries in ``buf[o:end]``; ``depth`` is how many more nesting levels may follow.
+
+    Every read is checked against ``end`` before it happens, so the result (and the error)
+    depends only on the table's own bytes, never on what follows it in the buffer.
+    """
     entries: list[tuple[str, str, Any]] = []
     append = entries.append
     key = ""
     try:
         while o < end:
-            n = buf[o]
-            o += 1
+            stop = o + 1 + buf[o]
+            if stop >= end:  # the key must be followed by a tag inside the table
+                key = buf[o + 1 : min(stop, end)].decode("utf-8", "surrogateescape")
+                raise _cut_off("field-table key or value tag")
             try:
-                key = buf[o : o + n].decode()
+                key = buf[o + 1 : stop].decode()
             except UnicodeDecodeError:
-                key = buf[o : o + n].decode("utf-8", "surrogateescape")
-            o += n
-            tag = buf[o]
-            o += 1
+                key = buf[o + 1 : stop].decode("utf-8", "surrogateescape")
+            tag = buf[stop]
+            o = stop + 1
             # The most common tags are decoded inline; the rest go through _decode_value.
-            if tag == 83:  # S
-                (n,) = _unpack_I(buf, o)
-                o += 4
-                stop = o + n
+            if tag == 83 and o + 4 <= end:  # S
+                stop = o + 4 + _unpack_I(buf, o)[0]
                 if stop > end:
-                    raise FrameSyntaxError(f"long string of {n} bytes runs past its table")
-                raw = buf[o:stop]
+                    raise FrameSyntaxError(
+                        f"long string of {stop - o - 4} bytes runs past its table"
+                    )
+                raw = buf[o + 4 : stop]
                 o = stop
                 try:
                     append((key, "S", raw.decode()))
                 except UnicodeDecodeError:
                     append((key, "S", raw))
-            elif tag == 73:  # I
+            elif tag == 73 and o + 4 <= end:  # I
                 append((key, "I", _unpack_i(buf, o)[0]))
                 o += 4
-            elif tag == 116:  # t
-                b = buf[o]
-                o += 1
-                if b > 1:
-                    raise FrameSyntaxError(f"boolean octet is {b}, not 0 or 1")
-                append((key, "t", b == 1))
             else:
                 value, o = _decode_value(buf, o, end, tag, depth)
                 append((key, chr(tag), value))
-        if o != end:
-            raise FrameSyntaxError("field table entry runs past the end of the table")
     except AMQPDecodeError as exc:
         exc.field = _key_step(key) + (exc.field or "")
         raise
-    except (IndexError, struct.error):
-        raise FrameSyntaxError("field table entry cut off", field=_key_step(key)) from None
     return entries
 
 
 def _decode_array(buf: bytes, o: int, end: int, depth: int) -> FieldArray:
+    """Decode the values in ``buf[o:end]``, every read checked against ``end``."""
     values: list[Any] = []
     tags: list[str] = []
     try:
@@ -392,25 +392,33 @@ def _decode_array(buf: bytes, o: int, end: int, depth: int) -> FieldArray:
             value, o = _decode_value(buf, o + 1, end, tag, depth)
             values.append(value)
             tags.append(chr(tag))
-        if o != end:
-            raise FrameSyntaxError("field array value runs past the end of the array")
     except AMQPDecodeError as exc:
         exc.field = f"[{len(values)}]" + (exc.field or "")
         raise
-    except (IndexError, struct.error):
-        raise FrameSyntaxError("field array value cut off", field=f"[{len(values)}]") from None
     return FieldArray.from_items(values, tags)
+
+
+# Bytes each tag reads before anything else: its whole value, or the 4-byte size of S x F A.
+_TAG_SIZES: list[int | None] = [None] * 256
+for _tag, _size in {
+    "t": 1, "b": 1, "B": 1, "U": 2, "u": 2, "s": 2, "I": 4, "i": 4, "L": 8, "l": 8,
+    "f": 4, "d": 8, "D": 5, "T": 8, "V": 0, "S": 4, "x": 4, "F": 4, "A": 4,
+}.items():  # fmt: skip
+    _TAG_SIZES[ord(_tag)] = _size
 
 
 def _decode_value(buf: bytes, o: int, end: int, tag: int, depth: int) -> tuple[Any, int]:
     """Decode one value of type ``tag`` at ``o``; return it and the offset after it."""
+    size = _TAG_SIZES[tag]
+    if size is None:
+        raise FrameSyntaxError(f"unknown field-table value tag 0x{tag:02x}")
+    if o + size > end:
+        raise _cut_off(f"value of tag {chr(tag)!r}")
     if tag == 83 or tag == 120:  # S, x
-        (n,) = _unpack_I(buf, o)
-        o += 4
-        stop = o + n
+        stop = o + 4 + _unpack_I(buf, o)[0]
         if stop > end:
-            raise FrameSyntaxError(f"string of {n} bytes runs past its table")
-        raw = buf[o:stop]
+            raise FrameSyntaxError(f"string of {stop - o - 4} bytes runs past its table")
+        raw = buf[o + 4 : stop]
         if tag == 120:
             return raw, stop
         try:
@@ -418,11 +426,11 @@ def _decode_value(buf: bytes, o: int, end: int, tag: int, depth: int) -> tuple[A
         except UnicodeDecodeError:
             return raw, stop
     if tag == 70 or tag == 65:  # F, A
-        (n,) = _unpack_I(buf, o)
-        o += 4
-        stop = o + n
+        stop = o + 4 + _unpack_I(buf, o)[0]
         if stop > end:
-            raise FrameSyntaxError(f"nested table or array of {n} bytes runs past its parent")
+            raise FrameSyntaxError(
+                f"nested table or array of {stop - o - 4} bytes runs past its parent"
+            )
         if depth <= 0:
             raise LimitExceededError(
                 "field tables and arrays nested deeper than the configured limit",
@@ -430,9 +438,9 @@ def _decode_value(buf: bytes, o: int, end: int, tag: int, depth: int) -> tuple[A
             )
         if tag == 70:
             table = _new(FieldTable)
-            _set_entries(table, _decode_entries(buf, o, stop, depth - 1))
+            _set_entries(table, _decode_entries(buf, o + 4, stop, depth - 1))
             return table, stop
-        return _decode_array(buf, o, stop, depth - 1), stop
+        return _decode_array(buf, o + 4, stop, depth - 1), stop
     if tag == 73:  # I
         return _unpack_i(buf, o)[0], o + 4
     if tag == 108 or tag == 76:  # l, L
@@ -461,9 +469,7 @@ def _decode_value(buf: bytes, o: int, end: int, tag: int, depth: int) -> tuple[A
         return _unpack_H(buf, o)[0], o + 2
     if tag == 98:  # b
         return _unpack_b(buf, o)[0], o + 1
-    if tag == 66:  # B
-        return buf[o], o + 1
-    raise FrameSyntaxError(f"unknown field-table value tag 0x{tag:02x}")
+    return buf[o], o + 1  # B
 
 
 # --------------------------------------------------------------------------------------------
