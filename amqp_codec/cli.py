@@ -6,8 +6,10 @@ channel and size, a method's name and every field, a content header's properties
 size and an escaped preview. Field tables are shown nested, each value with its wire tag.
 
 Problems are shown, not fatal: a decode error is printed as a ``!!! PROBLEM`` line, the tool
-resynchronises on the next plausible frame start and carries on. ``--json`` prints one JSON
-object per line instead. Exit status: 0 no problems, 1 problems found, 2 usage or I/O error.
+resynchronises on the next plausible frame start (see :meth:`StreamDissector._scan`) and
+carries on. ``--json`` prints one JSON object per line instead (bytes as hex, see
+``amqp-codec decode --help``). Exit status: 0 no problems, 1 problems found, 2 usage or I/O
+error.
 
 Streams are read in 64 KiB chunks and fed to a :class:`~amqp_codec.FrameDecoder`; memory
 stays bounded by the largest frame (plus a chunk), not the size of the capture.
@@ -718,8 +720,9 @@ class StreamDissector:
 
     The stream's bytes from the start of the frame being decoded onwards are kept in a
     window (the decoder holds its own copy, which is private); after a decode error the
-    window is where resynchronisation scans. Decoded bytes are dropped from it after every
-    chunk, so it never holds more than the largest frame plus one chunk.
+    window is where resynchronisation scans. Decoded and skipped bytes are dropped from it
+    after every chunk, so it holds at most one frame (or one resync candidate, see
+    :data:`RESYNC_MAX_PAYLOAD`) plus one chunk.
     """
 
     def __init__(
@@ -987,7 +990,17 @@ output:
   fields); content headers list every present property; field tables nest, each value
   with its wire tag, e.g. "x-max-length (I) = 10". Problems are lines starting with
   "!!! PROBLEM" (reply code, offset, channel, method, field path); "~~~ RESYNC" lines
-  say which bytes were skipped to find the next plausible frame.
+  say which bytes were skipped to find the next plausible frame. Besides decoder errors,
+  content out of sequence on a channel (a body without a header, a method before the
+  previous message's body is complete, a message unfinished at the end) is a problem
+  with reply code 505 and source "content-sequence".
+
+resynchronisation:
+  After a decode error the bytes from the failed frame's start + 1 are scanned for a
+  frame start: a known frame type octet, a size within --frame-max (else 1 MiB, or a
+  larger frame_max seen in connection.tune/tune-ok), 0xCE at the end, and a frame that
+  decodes on its own. A fresh decoder with the stream's spec resumes there. A frame cut
+  off by the end of the stream is a problem too.
 
 --json:
   One JSON object per line, each with "kind" ("spec", "frame", "problem", "resync",
