@@ -49,22 +49,35 @@ def _skip(spec: FieldSpec, buf: bytes, o: int, end: int, depth: int) -> int:
 
 
 def _walk(fields: list[FieldSpec], buf: bytes, o: int, end: int, depth: int) -> int:
-    bits = 0
-    for spec in fields:
+    i = 0
+    while i < len(fields):
+        spec = fields[i]
         if spec.wire_type == "bit":
-            if bits == 0:
-                if o >= end:
-                    raise _at(
-                        FrameSyntaxError("bit octet cut off by the end of the frame"), spec, o
-                    )
-                o += 1
-            bits = (bits + 1) % 8
+            # Consecutive bits share an octet, eight at most; other bits of it must be clear.
+            group = [spec]
+            while len(group) < 8 and i + len(group) < len(fields):
+                if fields[i + len(group)].wire_type != "bit":
+                    break
+                group.append(fields[i + len(group)])
+            if o >= end:
+                raise _at(FrameSyntaxError("bit octet cut off by the end of the frame"), spec, o)
+            if buf[o] >> len(group):
+                names = ", ".join(f.attr for f in group)
+                raise _at(
+                    FrameSyntaxError(
+                        f"bit octet 0x{buf[o]:02x} of ({names}) sets bits no field uses"
+                    ),
+                    group[-1],
+                    o,
+                )
+            o += 1
+            i += len(group)
             continue
-        bits = 0
         try:
             o = _skip(spec, buf, o, end, depth)
         except AMQPDecodeError as exc:
             raise _at(exc, spec, o) from None
+        i += 1
     return o
 
 

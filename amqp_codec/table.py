@@ -264,11 +264,11 @@ class FieldArray(Sequence[Any]):
         self._tags: list[str] = tags
 
     @classmethod
-    def from_items(cls, values: list[Any], tags: list[str]) -> FieldArray:
-        """Wrap decoded values and their tags without re-checking them."""
+    def from_entries(cls, entries: list[tuple[str, str, Any]]) -> FieldArray:
+        """Wrap decoded ``(key, tag, value)`` entries (keys unused) without re-checking them."""
         array = cls.__new__(cls)
-        array._values = values
-        array._tags = tags
+        array._values = [value for _key, _tag, value in entries]
+        array._tags = [tag for _key, tag, _value in entries]
         return array
 
     @property
@@ -336,29 +336,36 @@ def _cut_off(what: str) -> FrameSyntaxError:
     return FrameSyntaxError(f"{what} cut off by the end of its table or array")
 
 
-def _decode_entries(buf: bytes, o: int, end: int, depth: int) -> list[tuple[str, str, Any]]:
-    """Decode entries in ``buf[o:end]``; ``depth`` is how many more nesting levels may follow.
+def _decode_entries(
+    buf: bytes, o: int, end: int, depth: int, keyed: bool = True
+) -> list[tuple[str, str, Any]]:
+    """Decode the entries of a table (``keyed``) or the values of an array in ``buf[o:end]``.
 
-    Every read is checked against ``end`` before it happens, so the result (and the error)
-    depends only on the table's own bytes, never on what follows it in the buffer.
+    Returns ``(key, tag, value)`` triples (key ``""`` in arrays). ``depth`` is how many more
+    nesting levels may follow. Every read is checked against ``end`` before it happens, so
+    the result, and any error, depends only on these bytes, never on what follows them.
     """
     entries: list[tuple[str, str, Any]] = []
     append = entries.append
     key = ""
     try:
         while o < end:
-            stop = o + 1 + buf[o]
-            if stop >= end:  # the key must be followed by a tag inside the table
-                key = buf[o + 1 : min(stop, end)].decode("utf-8", "surrogateescape")
-                raise _cut_off("field-table key or value tag")
-            try:
-                key = buf[o + 1 : stop].decode()
-            except UnicodeDecodeError:
-                key = buf[o + 1 : stop].decode("utf-8", "surrogateescape")
-            tag = buf[stop]
-            o = stop + 1
-            # The most common tags are decoded inline; the rest go through _decode_value.
-            if tag == 83 and o + 4 <= end:  # S
+            if keyed:
+                stop = o + 1 + buf[o]
+                if stop >= end:  # the key must be followed by a tag inside the table
+                    key = buf[o + 1 : min(stop, end)].decode("utf-8", "surrogateescape")
+                    raise _cut_off("field-table key or value tag")
+                try:
+                    key = buf[o + 1 : stop].decode()
+                except UnicodeDecodeError:
+                    key = buf[o + 1 : stop].decode("utf-8", "surrogateescape")
+                o = stop
+            tag = buf[o]
+            o += 1
+            # Tags by how often they occur in real traffic; each checks its bounds first.
+            if tag == 83:  # S
+                if o + 4 > end:
+                    raise _cut_off("long string size")
                 stop = o + 4 + _unpack_I(buf, o)[0]
                 if stop > end:
                     raise FrameSyntaxError(
@@ -370,106 +377,115 @@ def _decode_entries(buf: bytes, o: int, end: int, depth: int) -> list[tuple[str,
                     append((key, "S", raw.decode()))
                 except UnicodeDecodeError:
                     append((key, "S", raw))
-            elif tag == 73 and o + 4 <= end:  # I
+            elif tag == 73:  # I
+                if o + 4 > end:
+                    raise _cut_off("value of tag 'I'")
                 append((key, "I", _unpack_i(buf, o)[0]))
                 o += 4
+            elif tag == 116:  # t
+                if o >= end:
+                    raise _cut_off("value of tag 't'")
+                b = buf[o]
+                if b > 1:
+                    raise FrameSyntaxError(f"boolean octet is {b}, not 0 or 1")
+                append((key, "t", b == 1))
+                o += 1
+            elif tag == 70 or tag == 65:  # F, A
+                if o + 4 > end:
+                    raise _cut_off("nested table or array size")
+                stop = o + 4 + _unpack_I(buf, o)[0]
+                if stop > end:
+                    raise FrameSyntaxError(
+                        f"nested table or array of {stop - o - 4} bytes runs past its parent"
+                    )
+                if depth <= 0:
+                    raise LimitExceededError(
+                        "field tables and arrays nested deeper than the configured limit",
+                        reply_code=502,
+                    )
+                nested = _decode_entries(buf, o + 4, stop, depth - 1, tag == 70)
+                if tag == 70:
+                    table = _new(FieldTable)
+                    _set_entries(table, nested)
+                    append((key, "F", table))
+                else:
+                    append((key, "A", FieldArray.from_entries(nested)))
+                o = stop
+            elif tag == 108 or tag == 76:  # l, L
+                if o + 8 > end:
+                    raise _cut_off(f"value of tag {chr(tag)!r}")
+                append((key, "l" if tag == 108 else "L", _unpack_l(buf, o)[0]))
+                o += 8
+            elif tag == 84:  # T
+                if o + 8 > end:
+                    raise _cut_off("value of tag 'T'")
+                append((key, "T", Timestamp(_unpack_T(buf, o)[0])))
+                o += 8
+            elif tag == 86:  # V
+                append((key, "V", None))
+            elif tag == 120:  # x
+                if o + 4 > end:
+                    raise _cut_off("byte array size")
+                stop = o + 4 + _unpack_I(buf, o)[0]
+                if stop > end:
+                    raise FrameSyntaxError(
+                        f"byte array of {stop - o - 4} bytes runs past its table"
+                    )
+                append((key, "x", buf[o + 4 : stop]))
+                o = stop
+            elif tag == 100:  # d
+                if o + 8 > end:
+                    raise _cut_off("value of tag 'd'")
+                append((key, "d", _unpack_d(buf, o)[0]))
+                o += 8
+            elif tag == 68:  # D
+                if o + 5 > end:
+                    raise _cut_off("value of tag 'D'")
+                scale, mantissa = _unpack_D(buf, o)
+                append((key, "D", Decimal(f"{mantissa}E-{scale}")))  # exact, context-free
+                o += 5
+            elif tag == 102:  # f
+                if o + 4 > end:
+                    raise _cut_off("value of tag 'f'")
+                value = _unpack_f(buf, o)[0]
+                if value != value:  # NaN: keep its exact bits (see _Float32NaN)
+                    value = _Float32NaN(value)
+                    value.bits = buf[o : o + 4]
+                append((key, "f", value))
+                o += 4
             else:
-                value, o = _decode_value(buf, o, end, tag, depth)
-                append((key, chr(tag), value))
+                reader = _SMALL_INTS.get(tag)
+                if reader is None:
+                    raise FrameSyntaxError(f"unknown field-table value tag 0x{tag:02x}")
+                size, unpack, name = reader
+                if o + size > end:
+                    raise _cut_off(f"value of tag {name!r}")
+                append((key, name, unpack(buf, o)[0]))
+                o += size
     except AMQPDecodeError as exc:
-        exc.field = _key_step(key) + (exc.field or "")
+        step = _key_step(key) if keyed else f"[{len(entries)}]"
+        exc.field = step + (exc.field or "")
         raise
     return entries
 
 
-def _decode_array(buf: bytes, o: int, end: int, depth: int) -> FieldArray:
-    """Decode the values in ``buf[o:end]``, every read checked against ``end``."""
-    values: list[Any] = []
-    tags: list[str] = []
-    try:
-        while o < end:
-            tag = buf[o]
-            value, o = _decode_value(buf, o + 1, end, tag, depth)
-            values.append(value)
-            tags.append(chr(tag))
-    except AMQPDecodeError as exc:
-        exc.field = f"[{len(values)}]" + (exc.field or "")
-        raise
-    return FieldArray.from_items(values, tags)
+# The remaining fixed-size tags: size, reader, tag.
+_SMALL_INTS: dict[int, tuple[int, Callable[[bytes, int], tuple[Any, ...]], str]] = {
+    ord("b"): (1, _unpack_b, "b"),
+    ord("B"): (1, struct.Struct(">B").unpack_from, "B"),
+    ord("s"): (2, _unpack_h, "s"),
+    ord("U"): (2, _unpack_h, "U"),
+    ord("u"): (2, _unpack_H, "u"),
+    ord("i"): (4, _unpack_I, "i"),
+}
 
 
-# Bytes each tag reads before anything else: its whole value, or the 4-byte size of S x F A.
-_TAG_SIZES: list[int | None] = [None] * 256
-for _tag, _size in {
-    "t": 1, "b": 1, "B": 1, "U": 2, "u": 2, "s": 2, "I": 4, "i": 4, "L": 8, "l": 8,
-    "f": 4, "d": 8, "D": 5, "T": 8, "V": 0, "S": 4, "x": 4, "F": 4, "A": 4,
-}.items():  # fmt: skip
-    _TAG_SIZES[ord(_tag)] = _size
+class _Float32NaN(float):
+    """A 32-bit NaN from a table, with its exact bits: converting to a Python float sets the
+    quiet bit of a signalling NaN, and the re-encoded bytes would differ."""
 
-
-def _decode_value(buf: bytes, o: int, end: int, tag: int, depth: int) -> tuple[Any, int]:
-    """Decode one value of type ``tag`` at ``o``; return it and the offset after it."""
-    size = _TAG_SIZES[tag]
-    if size is None:
-        raise FrameSyntaxError(f"unknown field-table value tag 0x{tag:02x}")
-    if o + size > end:
-        raise _cut_off(f"value of tag {chr(tag)!r}")
-    if tag == 83 or tag == 120:  # S, x
-        stop = o + 4 + _unpack_I(buf, o)[0]
-        if stop > end:
-            raise FrameSyntaxError(f"string of {stop - o - 4} bytes runs past its table")
-        raw = buf[o + 4 : stop]
-        if tag == 120:
-            return raw, stop
-        try:
-            return raw.decode(), stop
-        except UnicodeDecodeError:
-            return raw, stop
-    if tag == 70 or tag == 65:  # F, A
-        stop = o + 4 + _unpack_I(buf, o)[0]
-        if stop > end:
-            raise FrameSyntaxError(
-                f"nested table or array of {stop - o - 4} bytes runs past its parent"
-            )
-        if depth <= 0:
-            raise LimitExceededError(
-                "field tables and arrays nested deeper than the configured limit",
-                reply_code=502,
-            )
-        if tag == 70:
-            table = _new(FieldTable)
-            _set_entries(table, _decode_entries(buf, o + 4, stop, depth - 1))
-            return table, stop
-        return _decode_array(buf, o + 4, stop, depth - 1), stop
-    if tag == 73:  # I
-        return _unpack_i(buf, o)[0], o + 4
-    if tag == 108 or tag == 76:  # l, L
-        return _unpack_l(buf, o)[0], o + 8
-    if tag == 116:  # t
-        b = buf[o]
-        if b > 1:
-            raise FrameSyntaxError(f"boolean octet is {b}, not 0 or 1")
-        return b == 1, o + 1
-    if tag == 84:  # T
-        return Timestamp(_unpack_T(buf, o)[0]), o + 8
-    if tag == 100:  # d
-        return _unpack_d(buf, o)[0], o + 8
-    if tag == 102:  # f
-        return _unpack_f(buf, o)[0], o + 4
-    if tag == 86:  # V
-        return None, o
-    if tag == 68:  # D
-        scale, mantissa = _unpack_D(buf, o)
-        return Decimal(f"{mantissa}E-{scale}"), o + 5
-    if tag == 105:  # i
-        return _unpack_I(buf, o)[0], o + 4
-    if tag == 115 or tag == 85:  # s, U
-        return _unpack_h(buf, o)[0], o + 2
-    if tag == 117:  # u
-        return _unpack_H(buf, o)[0], o + 2
-    if tag == 98:  # b
-        return _unpack_b(buf, o)[0], o + 1
-    return buf[o], o + 1  # B
+    __slots__ = ("bits",)
+    bits: bytes
 
 
 # --------------------------------------------------------------------------------------------
@@ -664,6 +680,8 @@ def _float_encoder(tag: str) -> Callable[[Any], bytes]:
     code = ord(tag)
 
     def encode(value: Any) -> bytes:
+        if type(value) is _Float32NaN and tag == "f":
+            return b"f" + value.bits
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise AMQPEncodeError(f"tag {tag!r} takes a float, not {value!r}")
         if isinstance(value, int) and float(value) != value:

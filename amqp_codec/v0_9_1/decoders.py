@@ -235,10 +235,8 @@ def decode_connection_open(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1 + n
     bits0 = buf[o]
     o += 1
-    if bits0 > 1:
-        raise FrameSyntaxError(
-            f"bit octet 0x{bits0:02x} sets bits no field uses", field="reserved_2"
-        )
+    if bits0 > 1:  # located by diagnose.locate_method_error
+        raise FrameSyntaxError("a bit octet sets bits no field uses")
     reserved_2 = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
@@ -385,8 +383,8 @@ def decode_channel_flow(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of channel.flow."""
     bits0 = buf[o]
     o += 1
-    if bits0 > 1:
-        raise FrameSyntaxError(f"bit octet 0x{bits0:02x} sets bits no field uses", field="active")
+    if bits0 > 1:  # located by diagnose.locate_method_error
+        raise FrameSyntaxError("a bit octet sets bits no field uses")
     active = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
@@ -400,8 +398,8 @@ def decode_channel_flow_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of channel.flow-ok."""
     bits0 = buf[o]
     o += 1
-    if bits0 > 1:
-        raise FrameSyntaxError(f"bit octet 0x{bits0:02x} sets bits no field uses", field="active")
+    if bits0 > 1:  # located by diagnose.locate_method_error
+        raise FrameSyntaxError("a bit octet sets bits no field uses")
     active = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
@@ -451,8 +449,8 @@ def decode_access_request(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1 + n
     bits0 = buf[o]
     o += 1
-    if bits0 > 31:
-        raise FrameSyntaxError(f"bit octet 0x{bits0:02x} sets bits no field uses", field="read")
+    if bits0 > 31:  # located by diagnose.locate_method_error
+        raise FrameSyntaxError("a bit octet sets bits no field uses")
     exclusive = (bits0 & 1) != 0
     passive = (bits0 & 2) != 0
     active = (bits0 & 4) != 0
@@ -501,8 +499,8 @@ def decode_exchange_declare(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1 + n
     bits0 = buf[o]
     o += 1
-    if bits0 > 31:
-        raise FrameSyntaxError(f"bit octet 0x{bits0:02x} sets bits no field uses", field="no_wait")
+    if bits0 > 31:  # located by diagnose.locate_method_error
+        raise FrameSyntaxError("a bit octet sets bits no field uses")
     passive = (bits0 & 1) != 0
     durable = (bits0 & 2) != 0
     auto_delete = (bits0 & 4) != 0
@@ -544,8 +542,8 @@ def decode_exchange_delete(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1 + n
     bits0 = buf[o]
     o += 1
-    if bits0 > 3:
-        raise FrameSyntaxError(f"bit octet 0x{bits0:02x} sets bits no field uses", field="no_wait")
+    if bits0 > 3:  # located by diagnose.locate_method_error
+        raise FrameSyntaxError("a bit octet sets bits no field uses")
     if_unused = (bits0 & 1) != 0
     no_wait = (bits0 & 2) != 0
     if o != end:
@@ -590,8 +588,8 @@ def decode_exchange_bind(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1 + n
     bits0 = buf[o]
     o += 1
-    if bits0 > 1:
-        raise FrameSyntaxError(f"bit octet 0x{bits0:02x} sets bits no field uses", field="no_wait")
+    if bits0 > 1:  # located by diagnose.locate_method_error
+        raise FrameSyntaxError("a bit octet sets bits no field uses")
     no_wait = (bits0 & 1) != 0
     arguments, o = decode_table(buf, o, end, depth)
     if o != end:
@@ -638,8 +636,8 @@ def decode_exchange_unbind(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1 + n
     bits0 = buf[o]
     o += 1
-    if bits0 > 1:
-        raise FrameSyntaxError(f"bit octet 0x{bits0:02x} sets bits no field uses", field="no_wait")
+    if bits0 > 1:  # located by diagnose.locate_method_error
+        raise FrameSyntaxError("a bit octet sets bits no field uses")
     no_wait = (bits0 & 1) != 0
     arguments, o = decode_table(buf, o, end, depth)
     if o != end:
@@ -674,8 +672,8 @@ def decode_queue_declare(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1 + n
     bits0 = buf[o]
     o += 1
-    if bits0 > 31:
-        raise FrameSyntaxError(f"bit octet 0x{bits0:02x} sets bits no field uses", field="no_wait")
+    if bits0 > 31:  # located by diagnose.locate_method_error
+        raise FrameSyntaxError("a bit octet sets bits no field uses")
     passive = (bits0 & 1) != 0
     durable = (bits0 & 2) != 0
     exclusive = (bits0 & 4) != 0
@@ -741,8 +739,8 @@ def decode_queue_bind(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1 + n
     bits0 = buf[o]
     o += 1
-    if bits0 > 1:
-        raise FrameSyntaxError(f"bit octet 0x{bits0:02x} sets bits no field uses", field="no_wait")
+    if bits0 > 1:  # located by diagnose.locate_method_error
+        raise FrameSyntaxError("a bit octet sets bits no field uses")
     no_wait = (bits0 & 1) != 0
     arguments, o = decode_table(buf, o, end, depth)
     if o != end:
@@ -819,8 +817,8 @@ def decode_queue_purge(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1 + n
     bits0 = buf[o]
     o += 1
-    if bits0 > 1:
-        raise FrameSyntaxError(f"bit octet 0x{bits0:02x} sets bits no field uses", field="no_wait")
+    if bits0 > 1:  # located by diagnose.locate_method_error
+        raise FrameSyntaxError("a bit octet sets bits no field uses")
     no_wait = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
@@ -856,8 +854,8 @@ def decode_queue_delete(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1 + n
     bits0 = buf[o]
     o += 1
-    if bits0 > 7:
-        raise FrameSyntaxError(f"bit octet 0x{bits0:02x} sets bits no field uses", field="no_wait")
+    if bits0 > 7:  # located by diagnose.locate_method_error
+        raise FrameSyntaxError("a bit octet sets bits no field uses")
     if_unused = (bits0 & 1) != 0
     if_empty = (bits0 & 2) != 0
     no_wait = (bits0 & 4) != 0
@@ -889,8 +887,8 @@ def decode_basic_qos(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.qos."""
     prefetch_size, prefetch_count, bits0 = _UNPACK_IHB(buf, o)
     o += 7
-    if bits0 > 1:
-        raise FrameSyntaxError(f"bit octet 0x{bits0:02x} sets bits no field uses", field="global_")
+    if bits0 > 1:  # located by diagnose.locate_method_error
+        raise FrameSyntaxError("a bit octet sets bits no field uses")
     global_ = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
@@ -927,8 +925,8 @@ def decode_basic_consume(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1 + n
     bits0 = buf[o]
     o += 1
-    if bits0 > 15:
-        raise FrameSyntaxError(f"bit octet 0x{bits0:02x} sets bits no field uses", field="no_wait")
+    if bits0 > 15:  # located by diagnose.locate_method_error
+        raise FrameSyntaxError("a bit octet sets bits no field uses")
     no_local = (bits0 & 1) != 0
     no_ack = (bits0 & 2) != 0
     exclusive = (bits0 & 4) != 0
@@ -975,8 +973,8 @@ def decode_basic_cancel(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1 + n
     bits0 = buf[o]
     o += 1
-    if bits0 > 1:
-        raise FrameSyntaxError(f"bit octet 0x{bits0:02x} sets bits no field uses", field="no_wait")
+    if bits0 > 1:  # located by diagnose.locate_method_error
+        raise FrameSyntaxError("a bit octet sets bits no field uses")
     no_wait = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
@@ -1021,10 +1019,8 @@ def decode_basic_publish(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1 + n
     bits0 = buf[o]
     o += 1
-    if bits0 > 3:
-        raise FrameSyntaxError(
-            f"bit octet 0x{bits0:02x} sets bits no field uses", field="immediate"
-        )
+    if bits0 > 3:  # located by diagnose.locate_method_error
+        raise FrameSyntaxError("a bit octet sets bits no field uses")
     mandatory = (bits0 & 1) != 0
     immediate = (bits0 & 2) != 0
     if o != end:
@@ -1082,10 +1078,8 @@ def decode_basic_deliver(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1 + n
     delivery_tag, bits0 = _UNPACK_QB(buf, o)
     o += 9
-    if bits0 > 1:
-        raise FrameSyntaxError(
-            f"bit octet 0x{bits0:02x} sets bits no field uses", field="redelivered"
-        )
+    if bits0 > 1:  # located by diagnose.locate_method_error
+        raise FrameSyntaxError("a bit octet sets bits no field uses")
     redelivered = (bits0 & 1) != 0
     n = buf[o]
     try:
@@ -1123,8 +1117,8 @@ def decode_basic_get(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1 + n
     bits0 = buf[o]
     o += 1
-    if bits0 > 1:
-        raise FrameSyntaxError(f"bit octet 0x{bits0:02x} sets bits no field uses", field="no_ack")
+    if bits0 > 1:  # located by diagnose.locate_method_error
+        raise FrameSyntaxError("a bit octet sets bits no field uses")
     no_ack = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
@@ -1140,10 +1134,8 @@ def decode_basic_get_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.get-ok."""
     delivery_tag, bits0 = _UNPACK_QB(buf, o)
     o += 9
-    if bits0 > 1:
-        raise FrameSyntaxError(
-            f"bit octet 0x{bits0:02x} sets bits no field uses", field="redelivered"
-        )
+    if bits0 > 1:  # located by diagnose.locate_method_error
+        raise FrameSyntaxError("a bit octet sets bits no field uses")
     redelivered = (bits0 & 1) != 0
     n = buf[o]
     try:
@@ -1191,8 +1183,8 @@ def decode_basic_ack(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.ack."""
     delivery_tag, bits0 = _UNPACK_QB(buf, o)
     o += 9
-    if bits0 > 1:
-        raise FrameSyntaxError(f"bit octet 0x{bits0:02x} sets bits no field uses", field="multiple")
+    if bits0 > 1:  # located by diagnose.locate_method_error
+        raise FrameSyntaxError("a bit octet sets bits no field uses")
     multiple = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
@@ -1207,8 +1199,8 @@ def decode_basic_reject(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.reject."""
     delivery_tag, bits0 = _UNPACK_QB(buf, o)
     o += 9
-    if bits0 > 1:
-        raise FrameSyntaxError(f"bit octet 0x{bits0:02x} sets bits no field uses", field="requeue")
+    if bits0 > 1:  # located by diagnose.locate_method_error
+        raise FrameSyntaxError("a bit octet sets bits no field uses")
     requeue = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
@@ -1223,8 +1215,8 @@ def decode_basic_recover_async(buf: bytes, o: int, end: int, depth: int) -> Meth
     """Decode the arguments of basic.recover-async."""
     bits0 = buf[o]
     o += 1
-    if bits0 > 1:
-        raise FrameSyntaxError(f"bit octet 0x{bits0:02x} sets bits no field uses", field="requeue")
+    if bits0 > 1:  # located by diagnose.locate_method_error
+        raise FrameSyntaxError("a bit octet sets bits no field uses")
     requeue = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
@@ -1238,8 +1230,8 @@ def decode_basic_recover(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.recover."""
     bits0 = buf[o]
     o += 1
-    if bits0 > 1:
-        raise FrameSyntaxError(f"bit octet 0x{bits0:02x} sets bits no field uses", field="requeue")
+    if bits0 > 1:  # located by diagnose.locate_method_error
+        raise FrameSyntaxError("a bit octet sets bits no field uses")
     requeue = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
@@ -1260,8 +1252,8 @@ def decode_basic_nack(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.nack."""
     delivery_tag, bits0 = _UNPACK_QB(buf, o)
     o += 9
-    if bits0 > 3:
-        raise FrameSyntaxError(f"bit octet 0x{bits0:02x} sets bits no field uses", field="requeue")
+    if bits0 > 3:  # located by diagnose.locate_method_error
+        raise FrameSyntaxError("a bit octet sets bits no field uses")
     multiple = (bits0 & 1) != 0
     requeue = (bits0 & 2) != 0
     if o != end:
@@ -1278,8 +1270,8 @@ def decode_confirm_select(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of confirm.select."""
     bits0 = buf[o]
     o += 1
-    if bits0 > 1:
-        raise FrameSyntaxError(f"bit octet 0x{bits0:02x} sets bits no field uses", field="nowait")
+    if bits0 > 1:  # located by diagnose.locate_method_error
+        raise FrameSyntaxError("a bit octet sets bits no field uses")
     nowait = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
