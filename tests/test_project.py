@@ -1,0 +1,73 @@
+"""Project hygiene that CI relies on: lint, types, and the README's commands."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+
+def _tool(name: str) -> str:
+    path = BIN / name
+    if path.exists():
+        return str(path)
+    found = shutil.which(name)
+    if found is None:
+        pytest.fail(f"{name} is not installed (it is part of the test extra)")
+    return found
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+
+def test_ruff_check() -> None:
+    result = _run(_tool("ruff"), "check", ".")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_ruff_format() -> None:
+    result = _run(_tool("ruff"), "format", "--check", ".")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_mypy_strict() -> None:
+    result = _run(_tool("mypy"))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def quick_start() -> list[str]:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"```sh\n(.*?)```", section, re.S)
+    assert block is not None, "the Quick start has no sh block"
+    return [line for line in block.group(1).splitlines() if line.strip()]
+
+
+def test_quick_start_has_exactly_two_commands() -> None:
+    commands = quick_start()
+    assert len(commands) == 2
+    assert "amqp-codec decode samples/" in commands[0]
+    assert "pytest" in commands[1]
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert quick_start()[1] in ci.splitlines()
+
+
+def test_main_job_runs_on_the_shipped_samples() -> None:
+    command = quick_start()[0].split("&&")[-1].split()
+    assert command[0].endswith("amqp-codec")
+    samples = command[2:]
+    assert samples and all((ROOT / s).is_file() for s in samples)
+    result = _run(sys.executable, "-m", "amqp_codec", "decode", *samples)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "basic.publish" in result.stdout and "basic.deliver" in result.stdout
