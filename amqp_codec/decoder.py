@@ -53,6 +53,7 @@ from .frames import (
 )
 from .protocol import (
     MethodDecoder,
+    PropertiesDecoder,
     ProtocolSpec,
     default_spec,
     spec_for_header,
@@ -148,10 +149,12 @@ class FrameDecoder:
         self._base = 0  # stream offset of _buf[0]
         self._pending: list[bytes] = []  # chunks received but not yet joined into _buf
         self._pending_len = 0
+        self._need = 0  # bytes _fill last waited for, counted from _pos
         self._started = False  # past the protocol header / first frame
         self._error: AMQPDecodeError | None = None
         self._fast = False  # next_frame's fast path is on once the version is known
         self._method_decoders: Mapping[int, MethodDecoder] = {}
+        self._property_decoders: Mapping[int, PropertiesDecoder] = {}
         self._connection_class = -1
         self._eof = False
         self.max_frame_size = max_frame_size
@@ -216,7 +219,9 @@ class FrameDecoder:
         """Make ``needed`` bytes available at ``_buf[_pos:]``; False if not received yet."""
         have = len(self._buf) - self._pos
         if have + self._pending_len < needed:
+            self._need = needed
             return False
+        self._need = 0
         self._base += self._pos
         self._buf = self._buf[self._pos :] + b"".join(self._pending)
         self._pos = 0
@@ -268,8 +273,27 @@ class FrameDecoder:
                     _set_body_payload(frame, buf[pos + 7 : end])
                     self._pos = end + 1
                     return frame
+                elif frame_type == 2 and channel and size >= 14:
+                    class_id, weight, body_size = _unpack_content_header(buf, pos + 7)
+                    decode_properties = self._property_decoders.get(class_id)
+                    if decode_properties is not None and body_size <= self.max_body_size:
+                        try:
+                            properties = decode_properties(buf, pos + 19, end, self.max_table_depth)
+                        except _DIAGNOSABLE:
+                            pass
+                        else:
+                            frame = _new(ContentHeaderFrame)
+                            _set_header_channel(frame, channel)
+                            _set_header_class_id(frame, class_id)
+                            _set_header_body_size(frame, body_size)
+                            _set_header_properties(frame, properties)
+                            _set_header_weight(frame, weight)
+                            self._pos = end + 1
+                            return frame
         if self._error is not None:
             raise self._error
+        if len(buf) - pos + self._pending_len < self._need and not self._eof:
+            return NEED_DATA  # still short of the frame _fill last waited for
         try:
             return self._next_frame()
         except AMQPDecodeError as exc:
@@ -293,6 +317,8 @@ class FrameDecoder:
         if end >= len(buf):
             if not self._fill(size + FRAME_OVERHEAD):
                 return self._need_data()
+            if self._fast:  # the whole frame is in the buffer now
+                return self.next_frame()
             buf, pos, end = self._buf, 0, 7 + size
         if buf[end] != FRAME_END:
             raise FrameError(
@@ -412,6 +438,7 @@ class FrameDecoder:
         spec = self._spec
         assert spec is not None
         self._method_decoders = spec.method_decoders
+        self._property_decoders = spec.property_decoders
         self._connection_class = spec.connection_class_id
         self._fast = self._error is None
 

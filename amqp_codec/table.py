@@ -32,7 +32,7 @@ import datetime as _dt
 import struct
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal
 from typing import Any, cast
 
 from .errors import AMQPDecodeError, AMQPEncodeError, FrameSyntaxError, LimitExceededError
@@ -637,6 +637,11 @@ def _append_plain(value: Any, parts: list[bytes]) -> None:
     elif t is list:
         parts.append(b"A")
         parts.append(_encode_array(value))
+    elif t is Decimal:
+        parts.append(b"D")
+        parts.append(_encode_decimal(value))
+    elif t is _dt.datetime:
+        parts.append(_encode_timestamp(value))
     elif t is Tagged:
         _encode_value(value.tag, value.value, parts)
     else:
@@ -779,14 +784,18 @@ def _encode_decimal(value: Any) -> bytes:
         raise AMQPEncodeError(f"tag 'D' takes a decimal.Decimal, not {type(value).__name__}")
     if not value.is_finite():
         raise AMQPEncodeError(f"{value} cannot be an AMQP decimal")
-    sign, digits, exp = value.as_tuple()
-    exponent = cast(int, exp)  # an int for every finite Decimal
-    if exponent > 0:  # 1E+2 is written exactly as 100 with scale 0
-        digits = digits + (0,) * exponent
-        exponent = 0
-    mantissa = int("".join(map(str, digits)) or "0") * (-1 if sign else 1)
-    if -exponent > 255 or not -(2**31) <= mantissa < 2**31:
+    exponent = cast(int, value.as_tuple().exponent)  # an int for every finite Decimal
+    scale = max(-exponent, 0)  # 1E+2 is written exactly as 100 with scale 0
+    # adjusted() >= 10 means |value| >= 1e10: too big, and not worth building the int.
+    too_big = bool(value) and value.adjusted() >= 10
+    mantissa = 0 if too_big or scale > 255 else int(value.scaleb(scale, _EXACT))
+    if too_big or scale > 255 or not -(2**31) <= mantissa < 2**31:
         raise AMQPEncodeError(
             f"{value} does not fit an AMQP decimal (scale 0..255, signed 32-bit digits)"
         )
-    return struct.pack(">Bi", -exponent, mantissa)
+    return _pack_decimal(scale, mantissa)
+
+
+# Enough precision that scaleb never rounds, whatever the caller's decimal context says.
+_EXACT = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN)
+_pack_decimal = struct.Struct(">Bi").pack

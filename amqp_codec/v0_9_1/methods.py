@@ -236,9 +236,15 @@ class Connection:
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
-                mechanism = self.mechanism.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    mechanism = self.mechanism.encode()
+                except UnicodeEncodeError:
+                    mechanism = self.mechanism.encode("utf-8", "surrogateescape")
                 response = self.response
-                locale = self.locale.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    locale = self.locale.encode()
+                except UnicodeEncodeError:
+                    locale = self.locale.encode("utf-8", "surrogateescape")
                 return b"".join(
                     (
                         _PACK_HH(10, 11),
@@ -531,8 +537,14 @@ class Connection:
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
-                virtual_host = self.virtual_host.encode("utf-8", "surrogateescape")
-                reserved_1 = self.reserved_1.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    virtual_host = self.virtual_host.encode()
+                except UnicodeEncodeError:
+                    virtual_host = self.virtual_host.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    reserved_1 = self.reserved_1.encode()
+                except UnicodeEncodeError:
+                    reserved_1 = self.reserved_1.encode("utf-8", "surrogateescape")
                 return b"".join(
                     (
                         _PACK_HH(10, 40),
@@ -579,7 +591,10 @@ class Connection:
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
-                reserved_1 = self.reserved_1.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    reserved_1 = self.reserved_1.encode()
+                except UnicodeEncodeError:
+                    reserved_1 = self.reserved_1.encode("utf-8", "surrogateescape")
                 return b"".join(
                     (
                         _PACK_HH(10, 41),
@@ -647,7 +662,10 @@ class Connection:
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
-                reply_text = self.reply_text.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    reply_text = self.reply_text.encode()
+                except UnicodeEncodeError:
+                    reply_text = self.reply_text.encode("utf-8", "surrogateescape")
                 return b"".join(
                     (
                         _PACK_HHH(10, 50, self.reply_code),
@@ -722,7 +740,10 @@ class Connection:
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
-                reason = self.reason.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    reason = self.reason.encode()
+                except UnicodeEncodeError:
+                    reason = self.reason.encode("utf-8", "surrogateescape")
                 return b"".join(
                     (
                         _PACK_HH(10, 60),
@@ -804,7 +825,10 @@ class Connection:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
                 new_secret = self.new_secret
-                reason = self.reason.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    reason = self.reason.encode()
+                except UnicodeEncodeError:
+                    reason = self.reason.encode("utf-8", "surrogateescape")
                 return b"".join(
                     (
                         _PACK_HH(10, 70),
@@ -885,7 +909,10 @@ class Channel:
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
-                reserved_1 = self.reserved_1.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    reserved_1 = self.reserved_1.encode()
+                except UnicodeEncodeError:
+                    reserved_1 = self.reserved_1.encode("utf-8", "surrogateescape")
                 return b"".join(
                     (
                         _PACK_HH(20, 10),
@@ -1083,7 +1110,10 @@ class Channel:
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
-                reply_text = self.reply_text.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    reply_text = self.reply_text.encode()
+                except UnicodeEncodeError:
+                    reply_text = self.reply_text.encode("utf-8", "surrogateescape")
                 return b"".join(
                     (
                         _PACK_HHH(20, 40, self.reply_code),
@@ -1193,7 +1223,10 @@ class Access:
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
-                realm = self.realm.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    realm = self.realm.encode()
+                except UnicodeEncodeError:
+                    realm = self.realm.encode("utf-8", "surrogateescape")
                 return b"".join(
                     (
                         _PACK_HH(30, 10),
@@ -1364,8 +1397,14 @@ class Exchange:
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
-                exchange = self.exchange.encode("utf-8", "surrogateescape")
-                type = self.type.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    exchange = self.exchange.encode()
+                except UnicodeEncodeError:
+                    exchange = self.exchange.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    type = self.type.encode()
+                except UnicodeEncodeError:
+                    type = self.type.encode("utf-8", "surrogateescape")
                 return b"".join(
                     (
                         _PACK_HHH(40, 10, self.reserved_1),
@@ -1466,7 +1505,10 @@ class Exchange:
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
-                exchange = self.exchange.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    exchange = self.exchange.encode()
+                except UnicodeEncodeError:
+                    exchange = self.exchange.encode("utf-8", "surrogateescape")
                 return b"".join(
                     (
                         _PACK_HHH(40, 20, self.reserved_1),
@@ -1586,9 +1628,18 @@ class Exchange:
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
-                destination = self.destination.encode("utf-8", "surrogateescape")
-                source = self.source.encode("utf-8", "surrogateescape")
-                routing_key = self.routing_key.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    destination = self.destination.encode()
+                except UnicodeEncodeError:
+                    destination = self.destination.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    source = self.source.encode()
+                except UnicodeEncodeError:
+                    source = self.source.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    routing_key = self.routing_key.encode()
+                except UnicodeEncodeError:
+                    routing_key = self.routing_key.encode("utf-8", "surrogateescape")
                 return b"".join(
                     (
                         _PACK_HHH(40, 30, self.reserved_1),
@@ -1700,9 +1751,18 @@ class Exchange:
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
-                destination = self.destination.encode("utf-8", "surrogateescape")
-                source = self.source.encode("utf-8", "surrogateescape")
-                routing_key = self.routing_key.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    destination = self.destination.encode()
+                except UnicodeEncodeError:
+                    destination = self.destination.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    source = self.source.encode()
+                except UnicodeEncodeError:
+                    source = self.source.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    routing_key = self.routing_key.encode()
+                except UnicodeEncodeError:
+                    routing_key = self.routing_key.encode("utf-8", "surrogateescape")
                 return b"".join(
                     (
                         _PACK_HHH(40, 40, self.reserved_1),
@@ -1859,7 +1919,10 @@ class Queue:
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
-                queue = self.queue.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    queue = self.queue.encode()
+                except UnicodeEncodeError:
+                    queue = self.queue.encode("utf-8", "surrogateescape")
                 return b"".join(
                     (
                         _PACK_HHH(50, 10, self.reserved_1),
@@ -1928,7 +1991,10 @@ class Queue:
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
-                queue = self.queue.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    queue = self.queue.encode()
+                except UnicodeEncodeError:
+                    queue = self.queue.encode("utf-8", "surrogateescape")
                 return b"".join(
                     (
                         _PACK_HH(50, 11),
@@ -2020,9 +2086,18 @@ class Queue:
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
-                queue = self.queue.encode("utf-8", "surrogateescape")
-                exchange = self.exchange.encode("utf-8", "surrogateescape")
-                routing_key = self.routing_key.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    queue = self.queue.encode()
+                except UnicodeEncodeError:
+                    queue = self.queue.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    exchange = self.exchange.encode()
+                except UnicodeEncodeError:
+                    exchange = self.exchange.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    routing_key = self.routing_key.encode()
+                except UnicodeEncodeError:
+                    routing_key = self.routing_key.encode("utf-8", "surrogateescape")
                 return b"".join(
                     (
                         _PACK_HHH(50, 20, self.reserved_1),
@@ -2129,9 +2204,18 @@ class Queue:
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
-                queue = self.queue.encode("utf-8", "surrogateescape")
-                exchange = self.exchange.encode("utf-8", "surrogateescape")
-                routing_key = self.routing_key.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    queue = self.queue.encode()
+                except UnicodeEncodeError:
+                    queue = self.queue.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    exchange = self.exchange.encode()
+                except UnicodeEncodeError:
+                    exchange = self.exchange.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    routing_key = self.routing_key.encode()
+                except UnicodeEncodeError:
+                    routing_key = self.routing_key.encode("utf-8", "surrogateescape")
                 return b"".join(
                     (
                         _PACK_HHH(50, 50, self.reserved_1),
@@ -2216,7 +2300,10 @@ class Queue:
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
-                queue = self.queue.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    queue = self.queue.encode()
+                except UnicodeEncodeError:
+                    queue = self.queue.encode("utf-8", "surrogateescape")
                 return b"".join(
                     (
                         _PACK_HHH(50, 30, self.reserved_1),
@@ -2329,7 +2416,10 @@ class Queue:
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
-                queue = self.queue.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    queue = self.queue.encode()
+                except UnicodeEncodeError:
+                    queue = self.queue.encode("utf-8", "surrogateescape")
                 return b"".join(
                     (
                         _PACK_HHH(50, 40, self.reserved_1),
@@ -2590,8 +2680,14 @@ class Basic:
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
-                queue = self.queue.encode("utf-8", "surrogateescape")
-                consumer_tag = self.consumer_tag.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    queue = self.queue.encode()
+                except UnicodeEncodeError:
+                    queue = self.queue.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    consumer_tag = self.consumer_tag.encode()
+                except UnicodeEncodeError:
+                    consumer_tag = self.consumer_tag.encode("utf-8", "surrogateescape")
                 return b"".join(
                     (
                         _PACK_HHH(60, 20, self.reserved_1),
@@ -2646,7 +2742,10 @@ class Basic:
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
-                consumer_tag = self.consumer_tag.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    consumer_tag = self.consumer_tag.encode()
+                except UnicodeEncodeError:
+                    consumer_tag = self.consumer_tag.encode("utf-8", "surrogateescape")
                 return b"".join(
                     (
                         _PACK_HH(60, 21),
@@ -2706,7 +2805,10 @@ class Basic:
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
-                consumer_tag = self.consumer_tag.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    consumer_tag = self.consumer_tag.encode()
+                except UnicodeEncodeError:
+                    consumer_tag = self.consumer_tag.encode("utf-8", "surrogateescape")
                 return b"".join(
                     (
                         _PACK_HH(60, 30),
@@ -2751,7 +2853,10 @@ class Basic:
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
-                consumer_tag = self.consumer_tag.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    consumer_tag = self.consumer_tag.encode()
+                except UnicodeEncodeError:
+                    consumer_tag = self.consumer_tag.encode("utf-8", "surrogateescape")
                 return b"".join(
                     (
                         _PACK_HH(60, 31),
@@ -2835,8 +2940,14 @@ class Basic:
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
-                exchange = self.exchange.encode("utf-8", "surrogateescape")
-                routing_key = self.routing_key.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    exchange = self.exchange.encode()
+                except UnicodeEncodeError:
+                    exchange = self.exchange.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    routing_key = self.routing_key.encode()
+                except UnicodeEncodeError:
+                    routing_key = self.routing_key.encode("utf-8", "surrogateescape")
                 return b"".join(
                     (
                         _PACK_HHH(60, 40, self.reserved_1),
@@ -2905,9 +3016,18 @@ class Basic:
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
-                reply_text = self.reply_text.encode("utf-8", "surrogateescape")
-                exchange = self.exchange.encode("utf-8", "surrogateescape")
-                routing_key = self.routing_key.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    reply_text = self.reply_text.encode()
+                except UnicodeEncodeError:
+                    reply_text = self.reply_text.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    exchange = self.exchange.encode()
+                except UnicodeEncodeError:
+                    exchange = self.exchange.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    routing_key = self.routing_key.encode()
+                except UnicodeEncodeError:
+                    routing_key = self.routing_key.encode("utf-8", "surrogateescape")
                 return b"".join(
                     (
                         _PACK_HHH(60, 50, self.reply_code),
@@ -2982,9 +3102,18 @@ class Basic:
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
-                consumer_tag = self.consumer_tag.encode("utf-8", "surrogateescape")
-                exchange = self.exchange.encode("utf-8", "surrogateescape")
-                routing_key = self.routing_key.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    consumer_tag = self.consumer_tag.encode()
+                except UnicodeEncodeError:
+                    consumer_tag = self.consumer_tag.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    exchange = self.exchange.encode()
+                except UnicodeEncodeError:
+                    exchange = self.exchange.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    routing_key = self.routing_key.encode()
+                except UnicodeEncodeError:
+                    routing_key = self.routing_key.encode("utf-8", "surrogateescape")
                 return b"".join(
                     (
                         _PACK_HH(60, 60),
@@ -3046,7 +3175,10 @@ class Basic:
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
-                queue = self.queue.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    queue = self.queue.encode()
+                except UnicodeEncodeError:
+                    queue = self.queue.encode("utf-8", "surrogateescape")
                 return b"".join(
                     (
                         _PACK_HHH(60, 70, self.reserved_1),
@@ -3117,8 +3249,14 @@ class Basic:
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
-                exchange = self.exchange.encode("utf-8", "surrogateescape")
-                routing_key = self.routing_key.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    exchange = self.exchange.encode()
+                except UnicodeEncodeError:
+                    exchange = self.exchange.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    routing_key = self.routing_key.encode()
+                except UnicodeEncodeError:
+                    routing_key = self.routing_key.encode("utf-8", "surrogateescape")
                 return b"".join(
                     (
                         _PACK_HHQB(60, 71, self.delivery_tag, (self.redelivered and 1 or 0)),
@@ -3165,7 +3303,10 @@ class Basic:
         def encode(self) -> bytes:
             """The method frame payload: class id, method id and the encoded fields."""
             try:
-                reserved_1 = self.reserved_1.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    reserved_1 = self.reserved_1.encode()
+                except UnicodeEncodeError:
+                    reserved_1 = self.reserved_1.encode("utf-8", "surrogateescape")
                 return b"".join(
                     (
                         _PACK_HH(60, 72),

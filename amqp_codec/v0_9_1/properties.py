@@ -197,13 +197,19 @@ class BasicProperties(Properties):
             if "content_type" in present:
                 value = present["content_type"]
                 flags |= 0x8000
-                raw = value.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    raw = value.encode()
+                except UnicodeEncodeError:
+                    raw = value.encode("utf-8", "surrogateescape")
                 append(LEN8[len(raw)])
                 append(raw)
             if "content_encoding" in present:
                 value = present["content_encoding"]
                 flags |= 0x4000
-                raw = value.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    raw = value.encode()
+                except UnicodeEncodeError:
+                    raw = value.encode("utf-8", "surrogateescape")
                 append(LEN8[len(raw)])
                 append(raw)
             if "headers" in present:
@@ -221,25 +227,37 @@ class BasicProperties(Properties):
             if "correlation_id" in present:
                 value = present["correlation_id"]
                 flags |= 0x0400
-                raw = value.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    raw = value.encode()
+                except UnicodeEncodeError:
+                    raw = value.encode("utf-8", "surrogateescape")
                 append(LEN8[len(raw)])
                 append(raw)
             if "reply_to" in present:
                 value = present["reply_to"]
                 flags |= 0x0200
-                raw = value.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    raw = value.encode()
+                except UnicodeEncodeError:
+                    raw = value.encode("utf-8", "surrogateescape")
                 append(LEN8[len(raw)])
                 append(raw)
             if "expiration" in present:
                 value = present["expiration"]
                 flags |= 0x0100
-                raw = value.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    raw = value.encode()
+                except UnicodeEncodeError:
+                    raw = value.encode("utf-8", "surrogateescape")
                 append(LEN8[len(raw)])
                 append(raw)
             if "message_id" in present:
                 value = present["message_id"]
                 flags |= 0x0080
-                raw = value.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    raw = value.encode()
+                except UnicodeEncodeError:
+                    raw = value.encode("utf-8", "surrogateescape")
                 append(LEN8[len(raw)])
                 append(raw)
             if "timestamp" in present:
@@ -249,25 +267,37 @@ class BasicProperties(Properties):
             if "type" in present:
                 value = present["type"]
                 flags |= 0x0020
-                raw = value.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    raw = value.encode()
+                except UnicodeEncodeError:
+                    raw = value.encode("utf-8", "surrogateescape")
                 append(LEN8[len(raw)])
                 append(raw)
             if "user_id" in present:
                 value = present["user_id"]
                 flags |= 0x0010
-                raw = value.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    raw = value.encode()
+                except UnicodeEncodeError:
+                    raw = value.encode("utf-8", "surrogateescape")
                 append(LEN8[len(raw)])
                 append(raw)
             if "app_id" in present:
                 value = present["app_id"]
                 flags |= 0x0008
-                raw = value.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    raw = value.encode()
+                except UnicodeEncodeError:
+                    raw = value.encode("utf-8", "surrogateescape")
                 append(LEN8[len(raw)])
                 append(raw)
             if "cluster_id" in present:
                 value = present["cluster_id"]
                 flags |= 0x0004
-                raw = value.encode("utf-8", "surrogateescape")
+                try:  # strict UTF-8 is the fast path; surrogate escapes carry other bytes
+                    raw = value.encode()
+                except UnicodeEncodeError:
+                    raw = value.encode("utf-8", "surrogateescape")
                 append(LEN8[len(raw)])
                 append(raw)
         except AMQPEncodeError:
