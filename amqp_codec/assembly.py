@@ -4,6 +4,13 @@ A content-carrying method (basic.publish, basic.deliver, basic.return, basic.get
 followed on its channel by one content header and then body frames adding up to the header's
 body size. Anything else on that channel in the middle of the sequence is a 505
 (unexpected frame) error, as the spec requires.
+
+The same checks serve a live connection, where the first error closes it, and a capture
+dissector, which reports an error and carries on: after :meth:`MessageAssembler.feed`
+raises, the channel's message in progress has been dropped and the next frames are checked
+from a clean state. A capture that starts mid-connection, or lost frames to a decode error,
+can say so (``mid_stream=True``, :meth:`MessageAssembler.forget`): content frames on a
+channel in an unknown state are then not checked until that channel's next method.
 """
 
 from __future__ import annotations
@@ -42,68 +49,129 @@ class MessageAssembler:
 
     Frames that are not part of content (other methods, heartbeats, the protocol header) are
     checked against the content sequence and otherwise ignored: handle them yourself.
+
+    Args:
+        max_body_size: largest body a content header may announce (406 beyond). Bodies are
+            kept until their message completes, so this bounds the memory per channel.
+        mid_stream: the frames fed do not start at the beginning of the connection. A content
+            header or body frame on a channel that has had no method frame yet is then ignored
+            (its method was before the capture started) instead of raising 505.
+
+    When :meth:`feed` raises, that channel's message in progress is dropped first, so the
+    caller may report the error and keep feeding. A method frame that interrupts a message
+    still starts a message of its own if it carries content.
     """
 
-    def __init__(self, *, max_body_size: int = DEFAULT_MAX_BODY_SIZE) -> None:
+    def __init__(
+        self, *, max_body_size: int = DEFAULT_MAX_BODY_SIZE, mid_stream: bool = False
+    ) -> None:
         self.max_body_size = max_body_size
         self._pending: dict[int, _Pending] = {}
+        # False once frames may be missing: content frames are then only checked on
+        # channels in _known, the ones that had a method frame since.
+        self._all_known = not mid_stream
+        self._known: set[int] = set()
 
     def in_progress(self, channel: int) -> bool:
         """True while a message on ``channel`` is waiting for its header or body frames."""
         return channel in self._pending
 
+    def forget(self) -> None:
+        """Frames may have been lost: drop every message in progress and, from now on,
+        ignore content frames on each channel until its next method frame (as ``mid_stream``).
+        """
+        self._pending.clear()
+        self._all_known = False
+        self._known.clear()
+
     def feed(self, frame: Frame) -> Message | None:
-        """Take one frame; return the message it completes, if any. Raises 505 errors."""
+        """Take one frame; return the message it completes, if any.
+
+        Raises :class:`~amqp_codec.errors.UnexpectedFrameError` (505) for a frame out of
+        sequence and :class:`~amqp_codec.errors.LimitExceededError` (406) for a body larger
+        than ``max_body_size``; either way the channel's message in progress is dropped.
+        """
         if type(frame) is MethodFrame:
             channel, method = frame.channel, frame.method
-            if channel in self._pending:
+            if not self._all_known:
+                self._known.add(channel)
+            interrupted = self._pending.pop(channel, None)
+            if method.HAS_CONTENT:
+                self._pending[channel] = _Pending(method)
+            if interrupted is not None:
                 raise self._unexpected(
-                    f"{method.NAME} arrived before the content of the previous message was complete",
+                    f"{method.NAME} arrived before the content of {interrupted.method.NAME} "
+                    f"was complete ({self._progress(interrupted)})",
                     channel,
                     method,
                 )
-            if method.HAS_CONTENT:
-                self._pending[channel] = _Pending(method)
             return None
         if type(frame) is ContentHeaderFrame:
-            pending = self._pending.get(frame.channel)
+            channel = frame.channel
+            pending = self._pending.get(channel)
             if pending is None or pending.properties is not None:
-                raise self._unexpected(
-                    "content header without a content method before it", frame.channel
-                )
+                if pending is None and not self._checked(channel):
+                    return None
+                self._pending.pop(channel, None)
+                raise self._unexpected("content header without a content method before it", channel)
             if frame.class_id != pending.method.CLASS_ID:
+                del self._pending[channel]
                 raise self._unexpected(
                     f"content header for class {frame.class_id} after {pending.method.NAME}",
-                    frame.channel,
+                    channel,
                     pending.method,
                 )
             if frame.body_size > self.max_body_size:
+                del self._pending[channel]
                 raise LimitExceededError(
                     f"content body of {frame.body_size} bytes exceeds max_body_size {self.max_body_size}",
                     reply_code=406,
-                    channel=frame.channel,
+                    channel=channel,
                     class_id=pending.method.CLASS_ID,
                     method_id=pending.method.METHOD_ID,
                 )
             pending.properties = frame.properties
             pending.body_size = frame.body_size
-            return self._complete(frame.channel, pending)
+            return self._complete(channel, pending)
         if type(frame) is ContentBodyFrame:
-            pending = self._pending.get(frame.channel)
+            channel = frame.channel
+            pending = self._pending.get(channel)
             if pending is None or pending.properties is None:
-                raise self._unexpected(
-                    "content body without a content header before it", frame.channel
-                )
+                if pending is None and not self._checked(channel):
+                    return None
+                self._pending.pop(channel, None)
+                raise self._unexpected("content body without a content header before it", channel)
             pending.received += len(frame.payload)
             if pending.received > pending.body_size:
+                del self._pending[channel]
                 raise self._unexpected(
-                    f"content body frames add up to more than the announced {pending.body_size} bytes",
-                    frame.channel,
+                    f"content body frames add up to {pending.received} bytes, more than the "
+                    f"announced {pending.body_size}",
+                    channel,
                     pending.method,
                 )
             pending.chunks.append(frame.payload)
-            return self._complete(frame.channel, pending)
+            return self._complete(channel, pending)
         return None
+
+    def unfinished(self) -> list[UnexpectedFrameError]:
+        """A 505 error for each message still incomplete (at the end of the stream), by channel.
+
+        The state is left as it is: this only reports.
+        """
+        return [
+            self._unexpected(
+                f"stream ended before the content of {pending.method.NAME} was complete "
+                f"({self._progress(pending)})",
+                channel,
+                pending.method,
+            )
+            for channel, pending in sorted(self._pending.items())
+        ]
+
+    def _checked(self, channel: int) -> bool:
+        """Whether content frames on ``channel`` are checked (its state is known)."""
+        return self._all_known or channel in self._known
 
     def _complete(self, channel: int, pending: _Pending) -> Message | None:
         if pending.received < pending.body_size or pending.properties is None:
@@ -111,6 +179,12 @@ class MessageAssembler:
         del self._pending[channel]
         body = pending.chunks[0] if len(pending.chunks) == 1 else b"".join(pending.chunks)
         return Message(channel, pending.method, pending.properties, body)
+
+    @staticmethod
+    def _progress(pending: _Pending) -> str:
+        if pending.properties is None:
+            return "no content header yet"
+        return f"{pending.received} of {pending.body_size} body bytes"
 
     @staticmethod
     def _unexpected(

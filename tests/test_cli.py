@@ -25,6 +25,7 @@ from amqp_codec import (
     encode_frame,
     encode_message,
 )
+from amqp_codec.dissect import StreamDissector
 from amqp_codec.v0_9_1 import Basic, BasicProperties, Channel, Connection, Queue
 
 REPO = Path(__file__).resolve().parent.parent
@@ -702,13 +703,13 @@ def test_large_stream_is_read_in_chunks(tmp_path: Path) -> None:
     message = encode_message(1, PUBLISH, PROPERTIES, BODY, frame_max=4096)
     count = 400  # about 2.5 MB
     data = CLIENT[: OFFSETS[I_PUBLISH]] + message * count
-    reporter = cli.Reporter(io.StringIO(), 16)
-    dissector = cli.StreamDissector("big", reporter, None, 0)
+    dissector = StreamDissector(name="big")
     largest = 0
     for start in range(0, len(data), cli.CHUNK_SIZE):
         dissector.feed(data[start : start + cli.CHUNK_SIZE])
-        largest = max(largest, len(dissector._window))
-    stats = dissector.finish()
+        largest = max(largest, dissector.buffered)
+    dissector.finish()
+    stats = dissector.stats
     assert stats.problems == 0
     assert stats.methods["basic.publish"] == count
     assert stats.by_type["body"] == 2 * count

@@ -1,0 +1,541 @@
+"""Dissect a captured AMQP byte stream: frames with their offsets, problems, resynchronisation.
+
+A :class:`StreamDissector` reads one direction of one connection, fed in chunks of any size,
+and returns what it finds as events, in stream order::
+
+    dissector = StreamDissector()            # or StreamDissector(v0_9_1.SPEC, frame_max=4096)
+    for chunk in chunks:
+        for event in dissector.feed(chunk):
+            handle(event)
+    for event in dissector.finish():         # the stream ended
+        handle(event)
+    dissector.stats                          # counts for the whole stream
+
+The events are frozen dataclasses: :class:`SpecEvent` (the protocol version became known),
+:class:`FrameEvent` (a frame and where it lies in the stream), :class:`ProblemEvent` (a
+:class:`Problem`) and :class:`ResyncEvent` (bytes skipped after a problem).
+
+Problems do not stop the dissector. A decode error is reported, then the dissector
+resynchronises on the next plausible frame start (see :meth:`StreamDissector._scan`) and
+carries on. Content out of sequence (a body without its header, a method before the previous
+message is complete, a message unfinished at the end) is checked with a
+:class:`~amqp_codec.MessageAssembler` and reported as a 505 problem whose source is
+``content-sequence``.
+
+Memory is bounded by the largest frame (or resync candidate) plus one chunk, and by the
+bodies of messages in progress, which the assembler keeps until they complete (at most
+:data:`~amqp_codec.DEFAULT_MAX_BODY_SIZE` per channel).
+
+Nothing here prints or reads files: see :mod:`amqp_codec.cli` for the command line.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TypeAlias
+
+from . import v0_9_1
+from .assembly import MessageAssembler
+from .decoder import NEED_DATA, FrameDecoder
+from .errors import AMQPDecodeError, UnsupportedProtocolError
+from .frames import (
+    FRAME_BODY,
+    FRAME_END,
+    FRAME_HEADER,
+    FRAME_HEARTBEAT,
+    FRAME_METHOD,
+    FRAME_OVERHEAD,
+    ContentBodyFrame,
+    ContentHeaderFrame,
+    Frame,
+    HeartbeatFrame,
+    MethodFrame,
+    ProtocolHeader,
+)
+from .protocol import ProtocolSpec
+
+__all__ = [
+    "DEFAULT_SPEC",
+    "PROTOCOL_HEADER_NAME",
+    "RESYNC_MAX_PAYLOAD",
+    "Event",
+    "FileStats",
+    "FrameEvent",
+    "Problem",
+    "ProblemEvent",
+    "ResyncEvent",
+    "SpecEvent",
+    "StreamDissector",
+    "class_name",
+]
+
+#: After a decode error, a candidate frame start with a payload larger than this is not
+#: believed unless ``frame_max`` (or a connection.tune / tune-ok seen in the stream) allows it.
+RESYNC_MAX_PAYLOAD = 1024 * 1024
+#: The version problems are described in when the stream's own is not known.
+DEFAULT_SPEC: ProtocolSpec = v0_9_1.SPEC
+#: The protocol header's key in :attr:`FileStats.by_type`.
+PROTOCOL_HEADER_NAME = "protocol-header"
+
+_SEQUENCE = "content-sequence"
+_unpack_frame_header = struct.Struct(">BHI").unpack_from
+# Resync: a frame can only start on one of the known frame-type octets.
+_FRAME_TYPE_OCTET = re.compile(b"[\x01\x02\x03\x08]")
+
+
+# ------------------------------------------------------------------------------------------
+# What the dissector finds
+# ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One problem in a stream: a decode error, or a broken content sequence."""
+
+    offset: int
+    """Stream offset where the problem was found (inside the frame when known)."""
+    frame_offset: int
+    """Stream offset of the frame that was being decoded."""
+    reason: str
+    error: str
+    """Exception class name (``FrameError``, ``UnexpectedFrameError``...)."""
+    reply_code: int | None
+    reply_name: str | None
+    channel: int | None
+    class_id: int
+    method_id: int
+    method: str | None
+    """Method name (or ``class N`` / ``N.M`` when not a known method), if known."""
+    field: str | None
+    source: str = "decoder"
+    """``decoder`` (the FrameDecoder raised it) or ``content-sequence`` (the message assembler)."""
+    note: str | None = None
+    fatal: bool = False
+    """Nothing after this problem is decoded (an unsupported protocol version)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SpecEvent:
+    """The stream's protocol version became known (once per stream, before its first frame)."""
+
+    spec: ProtocolSpec
+    detected_by: str | None
+    """``given``, ``protocol header``, ``connection.start`` or ``assumed``; see
+    :attr:`FrameDecoder.detected_by <amqp_codec.FrameDecoder.detected_by>`."""
+
+
+@dataclass(frozen=True, slots=True)
+class FrameEvent:
+    """A decoded frame occupying stream bytes ``offset`` to ``end - 1``."""
+
+    offset: int
+    end: int
+    frame: Frame
+
+
+@dataclass(frozen=True, slots=True)
+class ProblemEvent:
+    """A problem (reported right after the frame it concerns, if that frame decoded)."""
+
+    problem: Problem
+
+
+@dataclass(frozen=True, slots=True)
+class ResyncEvent:
+    """Stream bytes ``start`` to ``stop - 1`` were skipped after a problem.
+
+    ``resumed``: decoding resumed at ``stop``; otherwise no plausible frame start was found
+    and ``stop`` is the end of the stream.
+    """
+
+    start: int
+    stop: int
+    resumed: bool
+
+
+#: What :meth:`StreamDissector.feed` and :meth:`StreamDissector.finish` return.
+Event: TypeAlias = SpecEvent | FrameEvent | ProblemEvent | ResyncEvent
+
+
+@dataclass(slots=True)
+class FileStats:
+    """Counts for one stream."""
+
+    name: str
+    bytes: int = 0
+    frames: int = 0
+    by_type: Counter[str] = field(default_factory=Counter)
+    """Frames by type: ``method``, ``header``, ``body``, ``heartbeat``, ``protocol-header``."""
+    methods: Counter[str] = field(default_factory=Counter)
+    """Method frames by method name."""
+    problems: int = 0
+    spec: str | None = None
+    """The protocol version's name, set by :meth:`StreamDissector.finish` if it was known."""
+    detected_by: str | None = None
+
+
+def class_name(spec: ProtocolSpec, class_id: int) -> str | None:
+    """The name of class ``class_id`` (``basic``), or None if ``spec`` has no such class."""
+    for (cid, _mid), cls in spec.methods.items():
+        if cid == class_id:
+            return cls.NAME.split(".", 1)[0]
+    return None
+
+
+def _method_label(spec: ProtocolSpec, class_id: int, method_id: int) -> str | None:
+    if not class_id:
+        return None
+    cls = spec.method_class(class_id, method_id)
+    if cls is not None:
+        return cls.NAME
+    if not method_id:
+        name = class_name(spec, class_id)
+        return f"class {class_id}" + (f" ({name})" if name else "")
+    return f"{class_id}.{method_id}"
+
+
+def _printable(text: str) -> str:
+    """``text`` with undecodable bytes as \\xNN and control characters escaped."""
+    text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+
+
+def _problem_from_error(
+    exc: AMQPDecodeError,
+    spec: ProtocolSpec,
+    frame_offset: int,
+    base: int,
+    *,
+    source: str = "decoder",
+    note: str | None = None,
+    fatal: bool = False,
+) -> Problem:
+    offset = frame_offset if exc.offset is None else base + exc.offset
+    code = exc.reply_code
+    return Problem(
+        offset=offset,
+        frame_offset=frame_offset,
+        reason=_printable(exc.reason),
+        error=type(exc).__name__,
+        reply_code=code,
+        reply_name=spec.reply_names.get(code) if code is not None else None,
+        channel=exc.channel,
+        class_id=exc.class_id,
+        method_id=exc.method_id,
+        method=_method_label(spec, exc.class_id, exc.method_id),
+        field=None if exc.field is None else _printable(exc.field),
+        source=source,
+        note=note,
+        fatal=fatal,
+    )
+
+
+# ------------------------------------------------------------------------------------------
+# The dissector: decoder + resynchronisation + content sequence for one stream
+# ------------------------------------------------------------------------------------------
+
+
+class StreamDissector:
+    """Dissect one stream (one direction of one connection), fed in chunks of any size.
+
+    Args:
+        spec: the protocol version; ``None`` detects it from the protocol header or
+            connection.start (a stream starting with neither is read as 0-9-1).
+        frame_max: the negotiated frame_max: larger frames are problems (501). ``None`` or
+            0: no limit beyond the decoder's safety cap.
+        name: the stream's name in :attr:`stats`.
+
+    Feed the stream's bytes with :meth:`feed` and call :meth:`finish` at its end; both
+    return the events found, in stream order. The events do not depend on how the stream
+    is split into chunks.
+
+    The stream's bytes from the start of the frame being decoded onwards are kept in a
+    window (the decoder holds its own copy, which is private); after a decode error the
+    window is where resynchronisation scans. Decoded and skipped bytes are dropped from it
+    after every chunk, so it holds at most one frame (or one resync candidate, see
+    :data:`RESYNC_MAX_PAYLOAD`) plus one chunk.
+    """
+
+    def __init__(
+        self,
+        spec: ProtocolSpec | None = None,
+        *,
+        frame_max: int | None = None,
+        name: str = "",
+    ) -> None:
+        self.frame_max = frame_max or 0
+        #: Counts so far; complete once :meth:`finish` has returned.
+        self.stats = FileStats(name)
+        self._assembler = MessageAssembler()
+        self._events: list[Event] = []
+        self._decoder = FrameDecoder(spec, frame_max=self.frame_max or None)
+        self._decoder_base = 0  # stream offset where the current decoder started
+        self._window = bytearray()
+        self._window_base = 0  # stream offset of _window[0]
+        self._spec: ProtocolSpec | None = spec
+        self._spec_reported = False
+        self._scanning = False
+        self._scan_pos = 0  # next candidate frame start (stream offset)
+        self._skip_start = 0  # where the bytes being skipped began
+        self._done = False  # nothing more to decode: unsupported protocol, or skipped to end
+        self._eof = False
+        self._tuned_frame_max = 0
+
+    # -- public API -----------------------------------------------------------------------
+
+    @property
+    def spec(self) -> ProtocolSpec | None:
+        """The stream's protocol version, once known."""
+        return self._spec
+
+    @property
+    def buffered(self) -> int:
+        """Stream bytes held for the frame being decoded or the resync scan."""
+        return len(self._window)
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[Event]:
+        """Take the next bytes of the stream; return the events they complete, in order."""
+        if self._eof:
+            raise RuntimeError("feed() after finish()")
+        if data:
+            chunk = bytes(data)
+            self.stats.bytes += len(chunk)
+            if not self._done:
+                self._window += chunk
+                if not self._scanning:
+                    self._decoder.receive_data(chunk)
+                self._run()
+        return self._take_events()
+
+    def finish(self) -> list[Event]:
+        """The stream ended: return the last events (a truncated tail, unfinished messages).
+
+        :attr:`stats` is complete afterwards.
+        """
+        if self._eof:
+            raise RuntimeError("finish() called twice")
+        self._eof = True
+        if not self._done:
+            if not self._scanning:
+                self._decoder.receive_data(b"")
+            self._run()
+        for error in self._assembler.unfinished():
+            self._problem(
+                _problem_from_error(
+                    error, self._spec or DEFAULT_SPEC, self.stats.bytes, 0, source=_SEQUENCE
+                )
+            )
+        if self._spec is not None:
+            self.stats.spec = self._spec.name
+        return self._take_events()
+
+    # -- events -----------------------------------------------------------------------------
+
+    def _take_events(self) -> list[Event]:
+        events, self._events = self._events, []
+        return events
+
+    def _problem(self, problem: Problem) -> None:
+        self.stats.problems += 1
+        self._events.append(ProblemEvent(problem))
+
+    def _run(self) -> None:
+        # A loop rather than mutual recursion: a stream may need thousands of resyncs.
+        while not self._done:
+            progressed = self._scan() if self._scanning else self._drain()
+            if not progressed:
+                return
+
+    # -- decoding ---------------------------------------------------------------------------
+
+    def _drain(self) -> bool:
+        """Take frames until the decoder needs data (False) or fails (True: now scanning)."""
+        decoder = self._decoder
+        base = self._decoder_base
+        while True:
+            start = base + decoder.offset
+            try:
+                frame = decoder.next_frame()
+            except AMQPDecodeError as exc:
+                self._note_spec(decoder)
+                return self._decode_failed(exc, start, base)
+            except Exception as exc:  # a codec bug: report it like a problem, keep going
+                self._note_spec(decoder)
+                error = AMQPDecodeError(
+                    f"decoder crashed with {type(exc).__name__}: {exc} (a bug in amqp-codec)",
+                    reply_code=None,
+                    offset=start - base,
+                )
+                return self._decode_failed(error, start, base)
+            if frame is NEED_DATA:
+                self._trim(base + decoder.offset)
+                return False
+            self._note_spec(decoder)
+            self._frame(frame, start, base + decoder.offset)
+
+    def _note_spec(self, decoder: FrameDecoder) -> None:
+        if self._spec_reported or decoder.spec is None:
+            return
+        self._spec_reported = True
+        self._spec = decoder.spec
+        self.stats.detected_by = decoder.detected_by
+        self._events.append(SpecEvent(decoder.spec, decoder.detected_by))
+
+    def _frame(self, frame: Frame, start: int, end: int) -> None:
+        spec = self._spec or DEFAULT_SPEC
+        stats = self.stats
+        if stats.frames == 0 and not stats.problems:
+            # Content sequence can only be checked from the start of a connection.
+            starts = isinstance(frame, ProtocolHeader) or (
+                isinstance(frame, MethodFrame) and frame.method.NAME == "connection.start"
+            )
+            if not starts:
+                self._assembler.forget()
+        stats.frames += 1
+        if isinstance(frame, ProtocolHeader):
+            stats.by_type[PROTOCOL_HEADER_NAME] += 1
+        elif isinstance(frame, MethodFrame):
+            stats.by_type["method"] += 1
+            stats.methods[frame.method.NAME] += 1
+            if frame.method.NAME in ("connection.tune", "connection.tune-ok"):
+                self._tuned_frame_max = int(getattr(frame.method, "frame_max", 0) or 0)
+        elif isinstance(frame, ContentHeaderFrame):
+            stats.by_type["header"] += 1
+        elif isinstance(frame, ContentBodyFrame):
+            stats.by_type["body"] += 1
+        elif isinstance(frame, HeartbeatFrame):
+            stats.by_type["heartbeat"] += 1
+        self._events.append(FrameEvent(start, end, frame))
+        try:
+            self._assembler.feed(frame)  # whole messages are not needed, only the checks
+        except AMQPDecodeError as error:
+            self._problem(_problem_from_error(error, spec, start, 0, source=_SEQUENCE))
+
+    def _decode_failed(self, exc: AMQPDecodeError, start: int, base: int) -> bool:
+        spec = self._decoder.spec
+        fatal = isinstance(exc, UnsupportedProtocolError) and spec is None
+        note = "the rest of the stream is not decoded" if fatal else None
+        self._problem(
+            _problem_from_error(exc, spec or DEFAULT_SPEC, start, base, note=note, fatal=fatal)
+        )
+        self._assembler.forget()
+        if fatal:
+            self._done = True
+            self._window = bytearray()
+            return False
+        if self._spec is None:
+            self._spec = spec or DEFAULT_SPEC
+        self._scanning = True
+        self._skip_start = start
+        self._scan_pos = start + 1
+        return True
+
+    # -- resynchronisation ------------------------------------------------------------------
+
+    def _resync_limit(self) -> int:
+        if self.frame_max:
+            return self.frame_max - FRAME_OVERHEAD
+        return max(RESYNC_MAX_PAYLOAD, self._tuned_frame_max - FRAME_OVERHEAD)
+
+    def _scan(self) -> bool:
+        """Look for the next plausible frame start; True once decoding resumed there.
+
+        Heuristic: a candidate at offset p is believed when
+
+        * its first octet is a known frame type (1 method, 2 header, 3 body, 8 heartbeat);
+        * its 4-byte size is at most the frame_max payload (the ``frame_max`` given, else
+          the larger of 1 MiB and a frame_max seen in connection.tune/tune-ok): a corrupted
+          length would otherwise make the scan wait for megabytes;
+        * the octet at p + 7 + size is the frame end 0xCE;
+        * and the frame decodes on its own with the stream's spec: a known method with
+          well-formed arguments on a channel allowed for its class, a content header for a
+          class with content on a non-zero channel, a body on a non-zero channel, a heartbeat
+          on channel 0 with no payload.
+
+        A fresh FrameDecoder for the stream's spec then takes over at p (the failed one stays
+        failed). A candidate whose end is not received yet is waited for; at the end of the
+        stream it is passed over. Payload bytes that happen to look like a frame are a
+        false positive this cannot rule out; they show up as frames inside the skipped range.
+        """
+        window = self._window
+        base = self._window_base
+        spec = self._spec or DEFAULT_SPEC
+        limit = self._resync_limit()
+        n = len(window)
+        pos = self._scan_pos - base
+        while True:
+            match = _FRAME_TYPE_OCTET.search(window, pos)
+            if match is None:
+                pos = n
+                break
+            pos = match.start()
+            if pos + 7 > n:
+                break
+            frame_type, channel, size = _unpack_frame_header(window, pos)
+            if size > limit or not _header_plausible(frame_type, channel, size):
+                pos += 1
+                continue
+            end = pos + 7 + size
+            if end >= n:
+                if self._eof:
+                    pos += 1
+                    continue
+                break  # wait for the rest of this candidate
+            if window[end] != FRAME_END or not self._decodes(bytes(window[pos : end + 1]), spec):
+                pos += 1
+                continue
+            self._resume(base + pos, spec)
+            return True
+        self._scan_pos = base + pos
+        if self._eof:
+            self._events.append(ResyncEvent(self._skip_start, base + n, resumed=False))
+            self._trim(base + n)
+            self._done = True
+            return False
+        self._trim(self._scan_pos)
+        return False
+
+    def _decodes(self, candidate: bytes, spec: ProtocolSpec) -> bool:
+        trial = FrameDecoder(spec, frame_max=self.frame_max or None)
+        trial.receive_data(candidate)
+        try:
+            return trial.next_frame() is not NEED_DATA
+        except Exception:  # AMQPDecodeError, or a codec bug: either way not believable
+            return False
+
+    def _resume(self, offset: int, spec: ProtocolSpec) -> None:
+        self._events.append(ResyncEvent(self._skip_start, offset, resumed=True))
+        self._trim(offset)
+        decoder = FrameDecoder(spec, frame_max=self.frame_max or None)
+        if self._window:
+            decoder.receive_data(bytes(self._window))
+        if self._eof:
+            decoder.receive_data(b"")
+        self._decoder = decoder
+        self._decoder_base = offset
+        self._scanning = False
+
+    def _trim(self, offset: int) -> None:
+        """Drop window bytes before stream ``offset``."""
+        drop = offset - self._window_base
+        if drop > 0:
+            del self._window[:drop]
+            self._window_base = offset
+
+
+def _header_plausible(frame_type: int, channel: int, size: int) -> bool:
+    """Whether a frame header could start a real frame (before its payload is looked at)."""
+    if frame_type == FRAME_METHOD:
+        return size >= 4
+    if frame_type == FRAME_HEADER:
+        return channel != 0 and size >= 14
+    if frame_type == FRAME_BODY:
+        return channel != 0
+    if frame_type == FRAME_HEARTBEAT:
+        return channel == 0 and size == 0
+    return False
