@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from types import ModuleType
 from typing import Literal
 
-from .base import Method
+from .base import Method, Properties
 from .diagnose import locate_method_error, locate_properties_error
 from .errors import (
     AMQPDecodeError,
@@ -97,16 +97,31 @@ _unpack_index = struct.Struct(">I").unpack_from
 _unpack_frame_start = struct.Struct(">BHII").unpack_from
 _unpack_content_header = struct.Struct(">HHQ").unpack_from
 _new = object.__new__
-# Slot setters: frames are built without the frozen dataclass __init__ (see base.slot_setters).
-_set_method_channel = vars(MethodFrame)["channel"].__set__
-_set_method_method = vars(MethodFrame)["method"].__set__
-_set_body_channel = vars(ContentBodyFrame)["channel"].__set__
-_set_body_payload = vars(ContentBodyFrame)["payload"].__set__
-_set_header_channel = vars(ContentHeaderFrame)["channel"].__set__
-_set_header_class_id = vars(ContentHeaderFrame)["class_id"].__set__
-_set_header_body_size = vars(ContentHeaderFrame)["body_size"].__set__
-_set_header_properties = vars(ContentHeaderFrame)["properties"].__set__
-_set_header_weight = vars(ContentHeaderFrame)["weight"].__set__
+
+
+# Frames are built in writable twins (same slots) and then given their frozen class, as the
+# generated method decoders do: plain attribute stores are far cheaper than slot setters.
+class _MethodFrameTwin:
+    __slots__ = MethodFrame.__slots__
+    channel: int
+    method: Method
+
+
+class _ContentHeaderFrameTwin:
+    __slots__ = ContentHeaderFrame.__slots__
+    channel: int
+    class_id: int
+    body_size: int
+    properties: Properties
+    weight: int
+
+
+class _ContentBodyFrameTwin:
+    __slots__ = ContentBodyFrame.__slots__
+    channel: int
+    payload: bytes
+
+
 _HEARTBEAT = HeartbeatFrame(0)  # frozen, so one instance serves every heartbeat
 
 
@@ -262,17 +277,19 @@ class FrameDecoder:
                         except _DIAGNOSABLE:
                             pass
                         else:
-                            frame: Frame = _new(MethodFrame)
-                            _set_method_channel(frame, channel)
-                            _set_method_method(frame, method)
+                            twin = _new(_MethodFrameTwin)
+                            twin.channel = channel
+                            twin.method = method
+                            twin.__class__ = MethodFrame  # type: ignore[assignment]
                             self._pos = end + 1
-                            return frame
+                            return twin  # type: ignore[return-value]
                 elif frame_type == 3 and channel:
-                    frame = _new(ContentBodyFrame)
-                    _set_body_channel(frame, channel)
-                    _set_body_payload(frame, buf[pos + 7 : end])
+                    body = _new(_ContentBodyFrameTwin)
+                    body.channel = channel
+                    body.payload = buf[pos + 7 : end]
+                    body.__class__ = ContentBodyFrame  # type: ignore[assignment]
                     self._pos = end + 1
-                    return frame
+                    return body  # type: ignore[return-value]
                 elif frame_type == 2 and channel and size >= 14:
                     class_id, weight, body_size = _unpack_content_header(buf, pos + 7)
                     decode_properties = self._property_decoders.get(class_id)
@@ -282,14 +299,15 @@ class FrameDecoder:
                         except _DIAGNOSABLE:
                             pass
                         else:
-                            frame = _new(ContentHeaderFrame)
-                            _set_header_channel(frame, channel)
-                            _set_header_class_id(frame, class_id)
-                            _set_header_body_size(frame, body_size)
-                            _set_header_properties(frame, properties)
-                            _set_header_weight(frame, weight)
+                            header = _new(_ContentHeaderFrameTwin)
+                            header.channel = channel
+                            header.class_id = class_id
+                            header.body_size = body_size
+                            header.properties = properties
+                            header.weight = weight
+                            header.__class__ = ContentHeaderFrame  # type: ignore[assignment]
                             self._pos = end + 1
-                            return frame
+                            return header  # type: ignore[return-value]
         if self._error is not None:
             raise self._error
         if len(buf) - pos + self._pending_len < self._need and not self._eof:
@@ -334,9 +352,7 @@ class FrameDecoder:
                 raise UnexpectedFrameError(
                     "content body frame on channel 0", offset=self._base + pos, channel=0
                 )
-            frame = _new(ContentBodyFrame)
-            _set_body_channel(frame, channel)
-            _set_body_payload(frame, buf[start:end])
+            frame = ContentBodyFrame(channel, buf[start:end])
         elif frame_type == FRAME_HEADER:
             frame = self._content_header_frame(buf, start, end, channel)
         elif frame_type == FRAME_HEARTBEAT:
@@ -458,10 +474,7 @@ class FrameDecoder:
                 class_id=method.CLASS_ID,
                 method_id=method.METHOD_ID,
             )
-        frame = _new(MethodFrame)
-        _set_method_channel(frame, channel)
-        _set_method_method(frame, method)
-        return frame
+        return MethodFrame(channel, method)
 
     def _content_header_frame(
         self, buf: bytes, start: int, end: int, channel: int
@@ -504,13 +517,7 @@ class FrameDecoder:
                 error.offset = start
             error.class_id = class_id
             raise self._relocate(error, channel) from None
-        frame = _new(ContentHeaderFrame)
-        _set_header_channel(frame, channel)
-        _set_header_class_id(frame, class_id)
-        _set_header_body_size(frame, body_size)
-        _set_header_properties(frame, properties)
-        _set_header_weight(frame, weight)
-        return frame
+        return ContentHeaderFrame(channel, class_id, body_size, properties, weight)
 
     def _relocate(self, error: AMQPDecodeError, channel: int) -> AMQPDecodeError:
         """Turn the error's buffer position into a stream offset and add the channel."""

@@ -133,6 +133,11 @@ class Method:
         return f"{py_class(self.class_name)}.{self.py_name}"
 
     @property
+    def flat_name(self) -> str:
+        """``"BasicDeliver"``: a module-level name for the method."""
+        return f"{py_class(self.class_name)}{self.py_name}"
+
+    @property
     def func_suffix(self) -> str:
         return f"{py_attr(self.class_name)}_{py_attr(self.name)}"
 

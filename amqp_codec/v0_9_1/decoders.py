@@ -44,54 +44,197 @@ _UNPACK_QB = Struct(">QB").unpack_from
 _UNPACK_I = Struct(">I").unpack_from
 _UNPACK_Q = Struct(">Q").unpack_from
 
-# Slot setters of each method class in FIELDS order (module globals: the fastest lookup).
-_SET_CONNECTION_START = Connection.Start._SETTERS
-_SET_CONNECTION_START_OK = Connection.StartOk._SETTERS
-_SET_CONNECTION_SECURE = Connection.Secure._SETTERS
-_SET_CONNECTION_SECURE_OK = Connection.SecureOk._SETTERS
-_SET_CONNECTION_TUNE = Connection.Tune._SETTERS
-_SET_CONNECTION_TUNE_OK = Connection.TuneOk._SETTERS
-_SET_CONNECTION_OPEN = Connection.Open._SETTERS
-_SET_CONNECTION_OPEN_OK = Connection.OpenOk._SETTERS
-_SET_CONNECTION_CLOSE = Connection.Close._SETTERS
-_SET_CONNECTION_BLOCKED = Connection.Blocked._SETTERS
-_SET_CONNECTION_UPDATE_SECRET = Connection.UpdateSecret._SETTERS
-_SET_CHANNEL_OPEN = Channel.Open._SETTERS
-_SET_CHANNEL_OPEN_OK = Channel.OpenOk._SETTERS
-_SET_CHANNEL_FLOW = Channel.Flow._SETTERS
-_SET_CHANNEL_FLOW_OK = Channel.FlowOk._SETTERS
-_SET_CHANNEL_CLOSE = Channel.Close._SETTERS
-_SET_ACCESS_REQUEST = Access.Request._SETTERS
-_SET_ACCESS_REQUEST_OK = Access.RequestOk._SETTERS
-_SET_EXCHANGE_DECLARE = Exchange.Declare._SETTERS
-_SET_EXCHANGE_DELETE = Exchange.Delete._SETTERS
-_SET_EXCHANGE_BIND = Exchange.Bind._SETTERS
-_SET_EXCHANGE_UNBIND = Exchange.Unbind._SETTERS
-_SET_QUEUE_DECLARE = Queue.Declare._SETTERS
-_SET_QUEUE_DECLARE_OK = Queue.DeclareOk._SETTERS
-_SET_QUEUE_BIND = Queue.Bind._SETTERS
-_SET_QUEUE_UNBIND = Queue.Unbind._SETTERS
-_SET_QUEUE_PURGE = Queue.Purge._SETTERS
-_SET_QUEUE_PURGE_OK = Queue.PurgeOk._SETTERS
-_SET_QUEUE_DELETE = Queue.Delete._SETTERS
-_SET_QUEUE_DELETE_OK = Queue.DeleteOk._SETTERS
-_SET_BASIC_QOS = Basic.Qos._SETTERS
-_SET_BASIC_CONSUME = Basic.Consume._SETTERS
-_SET_BASIC_CONSUME_OK = Basic.ConsumeOk._SETTERS
-_SET_BASIC_CANCEL = Basic.Cancel._SETTERS
-_SET_BASIC_CANCEL_OK = Basic.CancelOk._SETTERS
-_SET_BASIC_PUBLISH = Basic.Publish._SETTERS
-_SET_BASIC_RETURN_ = Basic.Return._SETTERS
-_SET_BASIC_DELIVER = Basic.Deliver._SETTERS
-_SET_BASIC_GET = Basic.Get._SETTERS
-_SET_BASIC_GET_OK = Basic.GetOk._SETTERS
-_SET_BASIC_GET_EMPTY = Basic.GetEmpty._SETTERS
-_SET_BASIC_ACK = Basic.Ack._SETTERS
-_SET_BASIC_REJECT = Basic.Reject._SETTERS
-_SET_BASIC_RECOVER_ASYNC = Basic.RecoverAsync._SETTERS
-_SET_BASIC_RECOVER = Basic.Recover._SETTERS
-_SET_BASIC_NACK = Basic.Nack._SETTERS
-_SET_CONFIRM_SELECT = Confirm.Select._SETTERS
+# A decoder fills a writable twin of the method class (same base, same slots) with plain
+# attribute stores, then gives the object its frozen class: a __class__ assignment between
+# layout-identical classes. That is a third of the cost of the frozen class's slot setters.
+
+
+class _ConnectionStart(Method):
+    __slots__ = Connection.Start.__slots__
+
+
+class _ConnectionStartOk(Method):
+    __slots__ = Connection.StartOk.__slots__
+
+
+class _ConnectionSecure(Method):
+    __slots__ = Connection.Secure.__slots__
+
+
+class _ConnectionSecureOk(Method):
+    __slots__ = Connection.SecureOk.__slots__
+
+
+class _ConnectionTune(Method):
+    __slots__ = Connection.Tune.__slots__
+
+
+class _ConnectionTuneOk(Method):
+    __slots__ = Connection.TuneOk.__slots__
+
+
+class _ConnectionOpen(Method):
+    __slots__ = Connection.Open.__slots__
+
+
+class _ConnectionOpenOk(Method):
+    __slots__ = Connection.OpenOk.__slots__
+
+
+class _ConnectionClose(Method):
+    __slots__ = Connection.Close.__slots__
+
+
+class _ConnectionBlocked(Method):
+    __slots__ = Connection.Blocked.__slots__
+
+
+class _ConnectionUpdateSecret(Method):
+    __slots__ = Connection.UpdateSecret.__slots__
+
+
+class _ChannelOpen(Method):
+    __slots__ = Channel.Open.__slots__
+
+
+class _ChannelOpenOk(Method):
+    __slots__ = Channel.OpenOk.__slots__
+
+
+class _ChannelFlow(Method):
+    __slots__ = Channel.Flow.__slots__
+
+
+class _ChannelFlowOk(Method):
+    __slots__ = Channel.FlowOk.__slots__
+
+
+class _ChannelClose(Method):
+    __slots__ = Channel.Close.__slots__
+
+
+class _AccessRequest(Method):
+    __slots__ = Access.Request.__slots__
+
+
+class _AccessRequestOk(Method):
+    __slots__ = Access.RequestOk.__slots__
+
+
+class _ExchangeDeclare(Method):
+    __slots__ = Exchange.Declare.__slots__
+
+
+class _ExchangeDelete(Method):
+    __slots__ = Exchange.Delete.__slots__
+
+
+class _ExchangeBind(Method):
+    __slots__ = Exchange.Bind.__slots__
+
+
+class _ExchangeUnbind(Method):
+    __slots__ = Exchange.Unbind.__slots__
+
+
+class _QueueDeclare(Method):
+    __slots__ = Queue.Declare.__slots__
+
+
+class _QueueDeclareOk(Method):
+    __slots__ = Queue.DeclareOk.__slots__
+
+
+class _QueueBind(Method):
+    __slots__ = Queue.Bind.__slots__
+
+
+class _QueueUnbind(Method):
+    __slots__ = Queue.Unbind.__slots__
+
+
+class _QueuePurge(Method):
+    __slots__ = Queue.Purge.__slots__
+
+
+class _QueuePurgeOk(Method):
+    __slots__ = Queue.PurgeOk.__slots__
+
+
+class _QueueDelete(Method):
+    __slots__ = Queue.Delete.__slots__
+
+
+class _QueueDeleteOk(Method):
+    __slots__ = Queue.DeleteOk.__slots__
+
+
+class _BasicQos(Method):
+    __slots__ = Basic.Qos.__slots__
+
+
+class _BasicConsume(Method):
+    __slots__ = Basic.Consume.__slots__
+
+
+class _BasicConsumeOk(Method):
+    __slots__ = Basic.ConsumeOk.__slots__
+
+
+class _BasicCancel(Method):
+    __slots__ = Basic.Cancel.__slots__
+
+
+class _BasicCancelOk(Method):
+    __slots__ = Basic.CancelOk.__slots__
+
+
+class _BasicPublish(Method):
+    __slots__ = Basic.Publish.__slots__
+
+
+class _BasicReturn(Method):
+    __slots__ = Basic.Return.__slots__
+
+
+class _BasicDeliver(Method):
+    __slots__ = Basic.Deliver.__slots__
+
+
+class _BasicGet(Method):
+    __slots__ = Basic.Get.__slots__
+
+
+class _BasicGetOk(Method):
+    __slots__ = Basic.GetOk.__slots__
+
+
+class _BasicGetEmpty(Method):
+    __slots__ = Basic.GetEmpty.__slots__
+
+
+class _BasicAck(Method):
+    __slots__ = Basic.Ack.__slots__
+
+
+class _BasicReject(Method):
+    __slots__ = Basic.Reject.__slots__
+
+
+class _BasicRecoverAsync(Method):
+    __slots__ = Basic.RecoverAsync.__slots__
+
+
+class _BasicRecover(Method):
+    __slots__ = Basic.Recover.__slots__
+
+
+class _BasicNack(Method):
+    __slots__ = Basic.Nack.__slots__
+
+
+class _ConfirmSelect(Method):
+    __slots__ = Confirm.Select.__slots__
 
 
 def _overrun(o: int, end: int) -> FrameSyntaxError:
@@ -117,13 +260,13 @@ def decode_connection_start(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += n
     if o != end:
         raise _overrun(o, end)
-    m = _new(Connection.Start)
-    s = _SET_CONNECTION_START
-    s[0](m, version_major)
-    s[1](m, version_minor)
-    s[2](m, server_properties)
-    s[3](m, mechanisms)
-    s[4](m, locales)
+    m = _new(_ConnectionStart)
+    m.version_major = version_major
+    m.version_minor = version_minor
+    m.server_properties = server_properties
+    m.mechanisms = mechanisms
+    m.locales = locales
+    m.__class__ = Connection.Start
     return m
 
 
@@ -150,12 +293,12 @@ def decode_connection_start_ok(buf: bytes, o: int, end: int, depth: int) -> Meth
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
-    m = _new(Connection.StartOk)
-    s = _SET_CONNECTION_START_OK
-    s[0](m, client_properties)
-    s[1](m, mechanism)
-    s[2](m, response)
-    s[3](m, locale)
+    m = _new(_ConnectionStartOk)
+    m.client_properties = client_properties
+    m.mechanism = mechanism
+    m.response = response
+    m.locale = locale
+    m.__class__ = Connection.StartOk
     return m
 
 
@@ -169,9 +312,9 @@ def decode_connection_secure(buf: bytes, o: int, end: int, depth: int) -> Method
     o += n
     if o != end:
         raise _overrun(o, end)
-    m = _new(Connection.Secure)
-    s = _SET_CONNECTION_SECURE
-    s[0](m, challenge)
+    m = _new(_ConnectionSecure)
+    m.challenge = challenge
+    m.__class__ = Connection.Secure
     return m
 
 
@@ -185,9 +328,9 @@ def decode_connection_secure_ok(buf: bytes, o: int, end: int, depth: int) -> Met
     o += n
     if o != end:
         raise _overrun(o, end)
-    m = _new(Connection.SecureOk)
-    s = _SET_CONNECTION_SECURE_OK
-    s[0](m, response)
+    m = _new(_ConnectionSecureOk)
+    m.response = response
+    m.__class__ = Connection.SecureOk
     return m
 
 
@@ -197,11 +340,11 @@ def decode_connection_tune(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 8
     if o != end:
         raise _overrun(o, end)
-    m = _new(Connection.Tune)
-    s = _SET_CONNECTION_TUNE
-    s[0](m, channel_max)
-    s[1](m, frame_max)
-    s[2](m, heartbeat)
+    m = _new(_ConnectionTune)
+    m.channel_max = channel_max
+    m.frame_max = frame_max
+    m.heartbeat = heartbeat
+    m.__class__ = Connection.Tune
     return m
 
 
@@ -211,11 +354,11 @@ def decode_connection_tune_ok(buf: bytes, o: int, end: int, depth: int) -> Metho
     o += 8
     if o != end:
         raise _overrun(o, end)
-    m = _new(Connection.TuneOk)
-    s = _SET_CONNECTION_TUNE_OK
-    s[0](m, channel_max)
-    s[1](m, frame_max)
-    s[2](m, heartbeat)
+    m = _new(_ConnectionTuneOk)
+    m.channel_max = channel_max
+    m.frame_max = frame_max
+    m.heartbeat = heartbeat
+    m.__class__ = Connection.TuneOk
     return m
 
 
@@ -240,11 +383,11 @@ def decode_connection_open(buf: bytes, o: int, end: int, depth: int) -> Method:
     reserved_2 = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(Connection.Open)
-    s = _SET_CONNECTION_OPEN
-    s[0](m, virtual_host)
-    s[1](m, reserved_1)
-    s[2](m, reserved_2)
+    m = _new(_ConnectionOpen)
+    m.virtual_host = virtual_host
+    m.reserved_1 = reserved_1
+    m.reserved_2 = reserved_2
+    m.__class__ = Connection.Open
     return m
 
 
@@ -258,9 +401,9 @@ def decode_connection_open_ok(buf: bytes, o: int, end: int, depth: int) -> Metho
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
-    m = _new(Connection.OpenOk)
-    s = _SET_CONNECTION_OPEN_OK
-    s[0](m, reserved_1)
+    m = _new(_ConnectionOpenOk)
+    m.reserved_1 = reserved_1
+    m.__class__ = Connection.OpenOk
     return m
 
 
@@ -278,12 +421,12 @@ def decode_connection_close(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 4
     if o != end:
         raise _overrun(o, end)
-    m = _new(Connection.Close)
-    s = _SET_CONNECTION_CLOSE
-    s[0](m, reply_code)
-    s[1](m, reply_text)
-    s[2](m, class_id)
-    s[3](m, method_id)
+    m = _new(_ConnectionClose)
+    m.reply_code = reply_code
+    m.reply_text = reply_text
+    m.class_id = class_id
+    m.method_id = method_id
+    m.__class__ = Connection.Close
     return m
 
 
@@ -304,9 +447,9 @@ def decode_connection_blocked(buf: bytes, o: int, end: int, depth: int) -> Metho
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
-    m = _new(Connection.Blocked)
-    s = _SET_CONNECTION_BLOCKED
-    s[0](m, reason)
+    m = _new(_ConnectionBlocked)
+    m.reason = reason
+    m.__class__ = Connection.Blocked
     return m
 
 
@@ -333,10 +476,10 @@ def decode_connection_update_secret(buf: bytes, o: int, end: int, depth: int) ->
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
-    m = _new(Connection.UpdateSecret)
-    s = _SET_CONNECTION_UPDATE_SECRET
-    s[0](m, new_secret)
-    s[1](m, reason)
+    m = _new(_ConnectionUpdateSecret)
+    m.new_secret = new_secret
+    m.reason = reason
+    m.__class__ = Connection.UpdateSecret
     return m
 
 
@@ -357,9 +500,9 @@ def decode_channel_open(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
-    m = _new(Channel.Open)
-    s = _SET_CHANNEL_OPEN
-    s[0](m, reserved_1)
+    m = _new(_ChannelOpen)
+    m.reserved_1 = reserved_1
+    m.__class__ = Channel.Open
     return m
 
 
@@ -373,9 +516,9 @@ def decode_channel_open_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += n
     if o != end:
         raise _overrun(o, end)
-    m = _new(Channel.OpenOk)
-    s = _SET_CHANNEL_OPEN_OK
-    s[0](m, reserved_1)
+    m = _new(_ChannelOpenOk)
+    m.reserved_1 = reserved_1
+    m.__class__ = Channel.OpenOk
     return m
 
 
@@ -388,9 +531,9 @@ def decode_channel_flow(buf: bytes, o: int, end: int, depth: int) -> Method:
     active = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(Channel.Flow)
-    s = _SET_CHANNEL_FLOW
-    s[0](m, active)
+    m = _new(_ChannelFlow)
+    m.active = active
+    m.__class__ = Channel.Flow
     return m
 
 
@@ -403,9 +546,9 @@ def decode_channel_flow_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     active = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(Channel.FlowOk)
-    s = _SET_CHANNEL_FLOW_OK
-    s[0](m, active)
+    m = _new(_ChannelFlowOk)
+    m.active = active
+    m.__class__ = Channel.FlowOk
     return m
 
 
@@ -423,12 +566,12 @@ def decode_channel_close(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 4
     if o != end:
         raise _overrun(o, end)
-    m = _new(Channel.Close)
-    s = _SET_CHANNEL_CLOSE
-    s[0](m, reply_code)
-    s[1](m, reply_text)
-    s[2](m, class_id)
-    s[3](m, method_id)
+    m = _new(_ChannelClose)
+    m.reply_code = reply_code
+    m.reply_text = reply_text
+    m.class_id = class_id
+    m.method_id = method_id
+    m.__class__ = Channel.Close
     return m
 
 
@@ -458,14 +601,14 @@ def decode_access_request(buf: bytes, o: int, end: int, depth: int) -> Method:
     read = (bits0 & 16) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(Access.Request)
-    s = _SET_ACCESS_REQUEST
-    s[0](m, realm)
-    s[1](m, exclusive)
-    s[2](m, passive)
-    s[3](m, active)
-    s[4](m, write)
-    s[5](m, read)
+    m = _new(_AccessRequest)
+    m.realm = realm
+    m.exclusive = exclusive
+    m.passive = passive
+    m.active = active
+    m.write = write
+    m.read = read
+    m.__class__ = Access.Request
     return m
 
 
@@ -475,9 +618,9 @@ def decode_access_request_ok(buf: bytes, o: int, end: int, depth: int) -> Method
     o += 2
     if o != end:
         raise _overrun(o, end)
-    m = _new(Access.RequestOk)
-    s = _SET_ACCESS_REQUEST_OK
-    s[0](m, ticket)
+    m = _new(_AccessRequestOk)
+    m.ticket = ticket
+    m.__class__ = Access.RequestOk
     return m
 
 
@@ -509,17 +652,17 @@ def decode_exchange_declare(buf: bytes, o: int, end: int, depth: int) -> Method:
     arguments, o = decode_table(buf, o, end, depth)
     if o != end:
         raise _overrun(o, end)
-    m = _new(Exchange.Declare)
-    s = _SET_EXCHANGE_DECLARE
-    s[0](m, reserved_1)
-    s[1](m, exchange)
-    s[2](m, type)
-    s[3](m, passive)
-    s[4](m, durable)
-    s[5](m, auto_delete)
-    s[6](m, internal)
-    s[7](m, no_wait)
-    s[8](m, arguments)
+    m = _new(_ExchangeDeclare)
+    m.reserved_1 = reserved_1
+    m.exchange = exchange
+    m.type = type
+    m.passive = passive
+    m.durable = durable
+    m.auto_delete = auto_delete
+    m.internal = internal
+    m.no_wait = no_wait
+    m.arguments = arguments
+    m.__class__ = Exchange.Declare
     return m
 
 
@@ -548,12 +691,12 @@ def decode_exchange_delete(buf: bytes, o: int, end: int, depth: int) -> Method:
     no_wait = (bits0 & 2) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(Exchange.Delete)
-    s = _SET_EXCHANGE_DELETE
-    s[0](m, reserved_1)
-    s[1](m, exchange)
-    s[2](m, if_unused)
-    s[3](m, no_wait)
+    m = _new(_ExchangeDelete)
+    m.reserved_1 = reserved_1
+    m.exchange = exchange
+    m.if_unused = if_unused
+    m.no_wait = no_wait
+    m.__class__ = Exchange.Delete
     return m
 
 
@@ -594,14 +737,14 @@ def decode_exchange_bind(buf: bytes, o: int, end: int, depth: int) -> Method:
     arguments, o = decode_table(buf, o, end, depth)
     if o != end:
         raise _overrun(o, end)
-    m = _new(Exchange.Bind)
-    s = _SET_EXCHANGE_BIND
-    s[0](m, reserved_1)
-    s[1](m, destination)
-    s[2](m, source)
-    s[3](m, routing_key)
-    s[4](m, no_wait)
-    s[5](m, arguments)
+    m = _new(_ExchangeBind)
+    m.reserved_1 = reserved_1
+    m.destination = destination
+    m.source = source
+    m.routing_key = routing_key
+    m.no_wait = no_wait
+    m.arguments = arguments
+    m.__class__ = Exchange.Bind
     return m
 
 
@@ -642,14 +785,14 @@ def decode_exchange_unbind(buf: bytes, o: int, end: int, depth: int) -> Method:
     arguments, o = decode_table(buf, o, end, depth)
     if o != end:
         raise _overrun(o, end)
-    m = _new(Exchange.Unbind)
-    s = _SET_EXCHANGE_UNBIND
-    s[0](m, reserved_1)
-    s[1](m, destination)
-    s[2](m, source)
-    s[3](m, routing_key)
-    s[4](m, no_wait)
-    s[5](m, arguments)
+    m = _new(_ExchangeUnbind)
+    m.reserved_1 = reserved_1
+    m.destination = destination
+    m.source = source
+    m.routing_key = routing_key
+    m.no_wait = no_wait
+    m.arguments = arguments
+    m.__class__ = Exchange.Unbind
     return m
 
 
@@ -682,16 +825,16 @@ def decode_queue_declare(buf: bytes, o: int, end: int, depth: int) -> Method:
     arguments, o = decode_table(buf, o, end, depth)
     if o != end:
         raise _overrun(o, end)
-    m = _new(Queue.Declare)
-    s = _SET_QUEUE_DECLARE
-    s[0](m, reserved_1)
-    s[1](m, queue)
-    s[2](m, passive)
-    s[3](m, durable)
-    s[4](m, exclusive)
-    s[5](m, auto_delete)
-    s[6](m, no_wait)
-    s[7](m, arguments)
+    m = _new(_QueueDeclare)
+    m.reserved_1 = reserved_1
+    m.queue = queue
+    m.passive = passive
+    m.durable = durable
+    m.exclusive = exclusive
+    m.auto_delete = auto_delete
+    m.no_wait = no_wait
+    m.arguments = arguments
+    m.__class__ = Queue.Declare
     return m
 
 
@@ -707,11 +850,11 @@ def decode_queue_declare_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 8
     if o != end:
         raise _overrun(o, end)
-    m = _new(Queue.DeclareOk)
-    s = _SET_QUEUE_DECLARE_OK
-    s[0](m, queue)
-    s[1](m, message_count)
-    s[2](m, consumer_count)
+    m = _new(_QueueDeclareOk)
+    m.queue = queue
+    m.message_count = message_count
+    m.consumer_count = consumer_count
+    m.__class__ = Queue.DeclareOk
     return m
 
 
@@ -745,14 +888,14 @@ def decode_queue_bind(buf: bytes, o: int, end: int, depth: int) -> Method:
     arguments, o = decode_table(buf, o, end, depth)
     if o != end:
         raise _overrun(o, end)
-    m = _new(Queue.Bind)
-    s = _SET_QUEUE_BIND
-    s[0](m, reserved_1)
-    s[1](m, queue)
-    s[2](m, exchange)
-    s[3](m, routing_key)
-    s[4](m, no_wait)
-    s[5](m, arguments)
+    m = _new(_QueueBind)
+    m.reserved_1 = reserved_1
+    m.queue = queue
+    m.exchange = exchange
+    m.routing_key = routing_key
+    m.no_wait = no_wait
+    m.arguments = arguments
+    m.__class__ = Queue.Bind
     return m
 
 
@@ -788,13 +931,13 @@ def decode_queue_unbind(buf: bytes, o: int, end: int, depth: int) -> Method:
     arguments, o = decode_table(buf, o, end, depth)
     if o != end:
         raise _overrun(o, end)
-    m = _new(Queue.Unbind)
-    s = _SET_QUEUE_UNBIND
-    s[0](m, reserved_1)
-    s[1](m, queue)
-    s[2](m, exchange)
-    s[3](m, routing_key)
-    s[4](m, arguments)
+    m = _new(_QueueUnbind)
+    m.reserved_1 = reserved_1
+    m.queue = queue
+    m.exchange = exchange
+    m.routing_key = routing_key
+    m.arguments = arguments
+    m.__class__ = Queue.Unbind
     return m
 
 
@@ -822,11 +965,11 @@ def decode_queue_purge(buf: bytes, o: int, end: int, depth: int) -> Method:
     no_wait = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(Queue.Purge)
-    s = _SET_QUEUE_PURGE
-    s[0](m, reserved_1)
-    s[1](m, queue)
-    s[2](m, no_wait)
+    m = _new(_QueuePurge)
+    m.reserved_1 = reserved_1
+    m.queue = queue
+    m.no_wait = no_wait
+    m.__class__ = Queue.Purge
     return m
 
 
@@ -836,9 +979,9 @@ def decode_queue_purge_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 4
     if o != end:
         raise _overrun(o, end)
-    m = _new(Queue.PurgeOk)
-    s = _SET_QUEUE_PURGE_OK
-    s[0](m, message_count)
+    m = _new(_QueuePurgeOk)
+    m.message_count = message_count
+    m.__class__ = Queue.PurgeOk
     return m
 
 
@@ -861,13 +1004,13 @@ def decode_queue_delete(buf: bytes, o: int, end: int, depth: int) -> Method:
     no_wait = (bits0 & 4) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(Queue.Delete)
-    s = _SET_QUEUE_DELETE
-    s[0](m, reserved_1)
-    s[1](m, queue)
-    s[2](m, if_unused)
-    s[3](m, if_empty)
-    s[4](m, no_wait)
+    m = _new(_QueueDelete)
+    m.reserved_1 = reserved_1
+    m.queue = queue
+    m.if_unused = if_unused
+    m.if_empty = if_empty
+    m.no_wait = no_wait
+    m.__class__ = Queue.Delete
     return m
 
 
@@ -877,9 +1020,9 @@ def decode_queue_delete_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 4
     if o != end:
         raise _overrun(o, end)
-    m = _new(Queue.DeleteOk)
-    s = _SET_QUEUE_DELETE_OK
-    s[0](m, message_count)
+    m = _new(_QueueDeleteOk)
+    m.message_count = message_count
+    m.__class__ = Queue.DeleteOk
     return m
 
 
@@ -892,11 +1035,11 @@ def decode_basic_qos(buf: bytes, o: int, end: int, depth: int) -> Method:
     global_ = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(Basic.Qos)
-    s = _SET_BASIC_QOS
-    s[0](m, prefetch_size)
-    s[1](m, prefetch_count)
-    s[2](m, global_)
+    m = _new(_BasicQos)
+    m.prefetch_size = prefetch_size
+    m.prefetch_count = prefetch_count
+    m.global_ = global_
+    m.__class__ = Basic.Qos
     return m
 
 
@@ -934,16 +1077,16 @@ def decode_basic_consume(buf: bytes, o: int, end: int, depth: int) -> Method:
     arguments, o = decode_table(buf, o, end, depth)
     if o != end:
         raise _overrun(o, end)
-    m = _new(Basic.Consume)
-    s = _SET_BASIC_CONSUME
-    s[0](m, reserved_1)
-    s[1](m, queue)
-    s[2](m, consumer_tag)
-    s[3](m, no_local)
-    s[4](m, no_ack)
-    s[5](m, exclusive)
-    s[6](m, no_wait)
-    s[7](m, arguments)
+    m = _new(_BasicConsume)
+    m.reserved_1 = reserved_1
+    m.queue = queue
+    m.consumer_tag = consumer_tag
+    m.no_local = no_local
+    m.no_ack = no_ack
+    m.exclusive = exclusive
+    m.no_wait = no_wait
+    m.arguments = arguments
+    m.__class__ = Basic.Consume
     return m
 
 
@@ -957,9 +1100,9 @@ def decode_basic_consume_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
-    m = _new(Basic.ConsumeOk)
-    s = _SET_BASIC_CONSUME_OK
-    s[0](m, consumer_tag)
+    m = _new(_BasicConsumeOk)
+    m.consumer_tag = consumer_tag
+    m.__class__ = Basic.ConsumeOk
     return m
 
 
@@ -978,10 +1121,10 @@ def decode_basic_cancel(buf: bytes, o: int, end: int, depth: int) -> Method:
     no_wait = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(Basic.Cancel)
-    s = _SET_BASIC_CANCEL
-    s[0](m, consumer_tag)
-    s[1](m, no_wait)
+    m = _new(_BasicCancel)
+    m.consumer_tag = consumer_tag
+    m.no_wait = no_wait
+    m.__class__ = Basic.Cancel
     return m
 
 
@@ -995,9 +1138,9 @@ def decode_basic_cancel_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
-    m = _new(Basic.CancelOk)
-    s = _SET_BASIC_CANCEL_OK
-    s[0](m, consumer_tag)
+    m = _new(_BasicCancelOk)
+    m.consumer_tag = consumer_tag
+    m.__class__ = Basic.CancelOk
     return m
 
 
@@ -1025,13 +1168,13 @@ def decode_basic_publish(buf: bytes, o: int, end: int, depth: int) -> Method:
     immediate = (bits0 & 2) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(Basic.Publish)
-    s = _SET_BASIC_PUBLISH
-    s[0](m, reserved_1)
-    s[1](m, exchange)
-    s[2](m, routing_key)
-    s[3](m, mandatory)
-    s[4](m, immediate)
+    m = _new(_BasicPublish)
+    m.reserved_1 = reserved_1
+    m.exchange = exchange
+    m.routing_key = routing_key
+    m.mandatory = mandatory
+    m.immediate = immediate
+    m.__class__ = Basic.Publish
     return m
 
 
@@ -1059,12 +1202,12 @@ def decode_basic_return_(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
-    m = _new(Basic.Return)
-    s = _SET_BASIC_RETURN_
-    s[0](m, reply_code)
-    s[1](m, reply_text)
-    s[2](m, exchange)
-    s[3](m, routing_key)
+    m = _new(_BasicReturn)
+    m.reply_code = reply_code
+    m.reply_text = reply_text
+    m.exchange = exchange
+    m.routing_key = routing_key
+    m.__class__ = Basic.Return
     return m
 
 
@@ -1095,13 +1238,13 @@ def decode_basic_deliver(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
-    m = _new(Basic.Deliver)
-    s = _SET_BASIC_DELIVER
-    s[0](m, consumer_tag)
-    s[1](m, delivery_tag)
-    s[2](m, redelivered)
-    s[3](m, exchange)
-    s[4](m, routing_key)
+    m = _new(_BasicDeliver)
+    m.consumer_tag = consumer_tag
+    m.delivery_tag = delivery_tag
+    m.redelivered = redelivered
+    m.exchange = exchange
+    m.routing_key = routing_key
+    m.__class__ = Basic.Deliver
     return m
 
 
@@ -1122,11 +1265,11 @@ def decode_basic_get(buf: bytes, o: int, end: int, depth: int) -> Method:
     no_ack = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(Basic.Get)
-    s = _SET_BASIC_GET
-    s[0](m, reserved_1)
-    s[1](m, queue)
-    s[2](m, no_ack)
+    m = _new(_BasicGet)
+    m.reserved_1 = reserved_1
+    m.queue = queue
+    m.no_ack = no_ack
+    m.__class__ = Basic.Get
     return m
 
 
@@ -1153,13 +1296,13 @@ def decode_basic_get_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 4
     if o != end:
         raise _overrun(o, end)
-    m = _new(Basic.GetOk)
-    s = _SET_BASIC_GET_OK
-    s[0](m, delivery_tag)
-    s[1](m, redelivered)
-    s[2](m, exchange)
-    s[3](m, routing_key)
-    s[4](m, message_count)
+    m = _new(_BasicGetOk)
+    m.delivery_tag = delivery_tag
+    m.redelivered = redelivered
+    m.exchange = exchange
+    m.routing_key = routing_key
+    m.message_count = message_count
+    m.__class__ = Basic.GetOk
     return m
 
 
@@ -1173,9 +1316,9 @@ def decode_basic_get_empty(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
-    m = _new(Basic.GetEmpty)
-    s = _SET_BASIC_GET_EMPTY
-    s[0](m, reserved_1)
+    m = _new(_BasicGetEmpty)
+    m.reserved_1 = reserved_1
+    m.__class__ = Basic.GetEmpty
     return m
 
 
@@ -1188,10 +1331,10 @@ def decode_basic_ack(buf: bytes, o: int, end: int, depth: int) -> Method:
     multiple = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(Basic.Ack)
-    s = _SET_BASIC_ACK
-    s[0](m, delivery_tag)
-    s[1](m, multiple)
+    m = _new(_BasicAck)
+    m.delivery_tag = delivery_tag
+    m.multiple = multiple
+    m.__class__ = Basic.Ack
     return m
 
 
@@ -1204,10 +1347,10 @@ def decode_basic_reject(buf: bytes, o: int, end: int, depth: int) -> Method:
     requeue = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(Basic.Reject)
-    s = _SET_BASIC_REJECT
-    s[0](m, delivery_tag)
-    s[1](m, requeue)
+    m = _new(_BasicReject)
+    m.delivery_tag = delivery_tag
+    m.requeue = requeue
+    m.__class__ = Basic.Reject
     return m
 
 
@@ -1220,9 +1363,9 @@ def decode_basic_recover_async(buf: bytes, o: int, end: int, depth: int) -> Meth
     requeue = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(Basic.RecoverAsync)
-    s = _SET_BASIC_RECOVER_ASYNC
-    s[0](m, requeue)
+    m = _new(_BasicRecoverAsync)
+    m.requeue = requeue
+    m.__class__ = Basic.RecoverAsync
     return m
 
 
@@ -1235,9 +1378,9 @@ def decode_basic_recover(buf: bytes, o: int, end: int, depth: int) -> Method:
     requeue = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(Basic.Recover)
-    s = _SET_BASIC_RECOVER
-    s[0](m, requeue)
+    m = _new(_BasicRecover)
+    m.requeue = requeue
+    m.__class__ = Basic.Recover
     return m
 
 
@@ -1258,11 +1401,11 @@ def decode_basic_nack(buf: bytes, o: int, end: int, depth: int) -> Method:
     requeue = (bits0 & 2) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(Basic.Nack)
-    s = _SET_BASIC_NACK
-    s[0](m, delivery_tag)
-    s[1](m, multiple)
-    s[2](m, requeue)
+    m = _new(_BasicNack)
+    m.delivery_tag = delivery_tag
+    m.multiple = multiple
+    m.requeue = requeue
+    m.__class__ = Basic.Nack
     return m
 
 
@@ -1275,9 +1418,9 @@ def decode_confirm_select(buf: bytes, o: int, end: int, depth: int) -> Method:
     nowait = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(Confirm.Select)
-    s = _SET_CONFIRM_SELECT
-    s[0](m, nowait)
+    m = _new(_ConfirmSelect)
+    m.nowait = nowait
+    m.__class__ = Confirm.Select
     return m
 
 
