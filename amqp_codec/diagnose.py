@@ -91,42 +91,41 @@ def locate_method_error(
     cls: type[Method], buf: bytes, o: int, end: int, depth: int, original: BaseException
 ) -> AMQPDecodeError:
     """The located error for ``cls``'s arguments in ``buf[o:end]`` that failed with ``original``."""
-    try:
-        stop = _walk(list(cls.FIELDS), buf, o, end, depth)
-    except AMQPDecodeError as exc:
-        return exc
-    if stop != end:
-        return FrameSyntaxError(
-            f"{end - stop} bytes left over after the last field of {cls.NAME}", offset=stop
-        )
-    if isinstance(original, AMQPDecodeError):
-        return original
-    return FrameSyntaxError(f"{cls.NAME} arguments are malformed ({original})", offset=o)
+    return _locate(list(cls.FIELDS), f"{cls.NAME} arguments", buf, o, o, end, depth, original)
 
 
 def locate_properties_error(
     cls: type[Properties], buf: bytes, o: int, end: int, depth: int, original: BaseException
 ) -> AMQPDecodeError:
     """The located error for a property list of ``cls`` in ``buf[o:end]``."""
-    if (
-        isinstance(original, AMQPDecodeError)
-        and original.field is None
-        and "flags" in original.reason
-    ):
-        original.offset = o
-        return original
     if o + 2 > end:
         return FrameSyntaxError("property flags cut off by the end of the frame", offset=o)
     flags = _U16(buf, o)[0]
+    used = 0
+    for bit in cls.FLAGS:
+        used |= bit
+    if flags & ~used:
+        return FrameSyntaxError(f"property flags 0x{flags:04x} set bits no property uses", offset=o)
     present = [spec for spec, bit in zip(cls.FIELDS, cls.FLAGS, strict=True) if flags & bit]
+    return _locate(present, "property list", buf, o, o + 2, end, depth, original)
+
+
+def _locate(
+    fields: list[FieldSpec],
+    what: str,
+    buf: bytes,
+    start: int,
+    o: int,
+    end: int,
+    depth: int,
+    original: BaseException,
+) -> AMQPDecodeError:
     try:
-        stop = _walk(present, buf, o + 2, end, depth)
+        stop = _walk(fields, buf, o, end, depth)
     except AMQPDecodeError as exc:
         return exc
     if stop != end:
-        return FrameSyntaxError(
-            f"{end - stop} bytes left over after the last property", offset=stop
-        )
+        return FrameSyntaxError(f"{end - stop} bytes left over after the {what}", offset=stop)
     if isinstance(original, AMQPDecodeError):
         return original
-    return FrameSyntaxError(f"property list is malformed ({original})", offset=o)
+    return FrameSyntaxError(f"malformed {what} ({original})", offset=start)
