@@ -409,8 +409,6 @@ class FrameDecoder:
             header = ProtocolHeader(*buf[pos + 4 : pos + 8])
             self._pos = pos + 8
             self._started = True
-            if self._spec is not None:
-                self._enable_fast_path()
             if self._spec is None:
                 self._spec = spec_for_header(header.version_bytes)
                 if self._spec is None:
@@ -420,7 +418,7 @@ class FrameDecoder:
                         offset=self._base + pos,
                     )
                 self.detected_by = "protocol header"
-                self._enable_fast_path()
+            self._enable_fast_path()
             return header
         if self._spec is None:
             frame_type, _channel, size = _unpack_frame_header(buf, pos)
