@@ -65,30 +65,18 @@ _unpack_H = struct.Struct(">H").unpack_from
 _unpack_b = struct.Struct(">b").unpack_from
 _unpack_D = struct.Struct(">Bi").unpack_from
 
-# Fixed-size integer and float tags: struct format and Python range, shared by encode checks.
-_FIXED_FORMATS: dict[str, struct.Struct] = {
-    "b": struct.Struct(">b"),
-    "B": struct.Struct(">B"),
-    "U": struct.Struct(">h"),
-    "s": struct.Struct(">h"),
-    "u": struct.Struct(">H"),
-    "I": struct.Struct(">i"),
-    "i": struct.Struct(">I"),
-    "l": struct.Struct(">q"),
-    "L": struct.Struct(">q"),
-    "T": struct.Struct(">Q"),
-}
-_INT_RANGES: dict[str, tuple[int, int]] = {
-    "b": (-(2**7), 2**7 - 1),
-    "B": (0, 2**8 - 1),
-    "U": (-(2**15), 2**15 - 1),
-    "s": (-(2**15), 2**15 - 1),
-    "u": (0, 2**16 - 1),
-    "I": (-(2**31), 2**31 - 1),
-    "i": (0, 2**32 - 1),
-    "l": (-(2**63), 2**63 - 1),
-    "L": (-(2**63), 2**63 - 1),
-    "T": (0, 2**64 - 1),
+# Integer tags: struct code and the range a value must be in to be encoded with that tag.
+_INTEGER_TAGS: dict[str, tuple[str, int, int]] = {
+    "b": ("b", -(2**7), 2**7 - 1),
+    "B": ("B", 0, 2**8 - 1),
+    "U": ("h", -(2**15), 2**15 - 1),
+    "s": ("h", -(2**15), 2**15 - 1),
+    "u": ("H", 0, 2**16 - 1),
+    "I": ("i", -(2**31), 2**31 - 1),
+    "i": ("I", 0, 2**32 - 1),
+    "l": ("q", -(2**63), 2**63 - 1),
+    "L": ("q", -(2**63), 2**63 - 1),
+    "T": ("Q", 0, 2**64 - 1),
 }
 _ALL_TAGS = frozenset("tbBUusIiLlfdDSxATFV")
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
@@ -666,9 +654,9 @@ def _encode_value(tag: str, value: Any, parts: list[bytes]) -> None:
 
 
 def _integer_encoder(tag: str) -> Callable[[Any], bytes]:
-    with_tag = struct.Struct(">B" + _FIXED_FORMATS[tag].format[1:]).pack
+    struct_code, low, high = _INTEGER_TAGS[tag]
+    with_tag = struct.Struct(">B" + struct_code).pack
     code = ord(tag)
-    low, high = _INT_RANGES[tag]
 
     def encode(value: Any) -> bytes:
         if isinstance(value, bool) or not isinstance(value, int):
@@ -743,7 +731,7 @@ def _encode_timestamp(value: Any) -> bytes:
 
 
 _VALUE_ENCODERS: dict[str, Callable[[Any], bytes]] = {
-    **{tag: _integer_encoder(tag) for tag in "bBUusIiLl"},
+    **{tag: _integer_encoder(tag) for tag in _INTEGER_TAGS if tag != "T"},
     "d": _float_encoder("d"),
     "f": _float_encoder("f"),
     "S": _encode_string("S"),
