@@ -542,7 +542,7 @@ def encode_table(table: Mapping[str, Any] | None, field: str = "") -> bytes:
     """
     if not table:
         return b"\x00\x00\x00\x00"
-    parts: list[bytes] = [b""]  # parts[0] becomes the size
+    parts: list[bytes] = []
     try:
         _encode_entries(table, parts)
     except AMQPEncodeError as exc:
@@ -556,7 +556,7 @@ def encode_table(table: Mapping[str, Any] | None, field: str = "") -> bytes:
     return _pack_I(len(body)) + body
 
 
-# Key length prefixes; indexing past 255 raises IndexError, reported as a too-long key.
+# Key length prefixes, by length.
 _KEY_LENGTH: tuple[bytes, ...] = tuple(bytes((n,)) for n in range(256))
 _pack_tag_size = struct.Struct(">BI").pack  # tag + 32-bit size of S, x, F, A
 _pack_tag_int = struct.Struct(">Bi").pack  # tag + signed 32-bit value
@@ -598,6 +598,8 @@ def _encode_entries(table: Mapping[str, Any], parts: list[bytes]) -> None:
         exc.field = _key_step(key) + (exc.field or "")
         raise
     except (TypeError, UnicodeEncodeError) as exc:  # an unhashable key; a lone surrogate
+        if not isinstance(key, str):
+            raise AMQPEncodeError(f"field-table keys are str, not {type(key).__name__}") from None
         raise AMQPEncodeError(f"cannot encode value: {exc}", field=_key_step(key)) from None
 
 
