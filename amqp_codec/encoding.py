@@ -8,9 +8,10 @@ from .base import FieldSpec, Properties
 from .errors import AMQPEncodeError
 from .table import encode_table
 
-#: Length prefixes of short strings; indexing past 255 raises IndexError, which the generated
+#: The 256 one-octet byte strings, by value: short-string length prefixes and bit octets.
+#: Indexing past 255 (a short string over 255 bytes) raises IndexError, which the generated
 #: encoders turn into an AMQPEncodeError naming the field.
-LEN8: tuple[bytes, ...] = tuple(bytes((n,)) for n in range(256))
+OCTETS: tuple[bytes, ...] = tuple(bytes((n,)) for n in range(256))
 
 _RANGES = {
     "octet": (">B", 0, 2**8 - 1),
@@ -79,4 +80,4 @@ def encode_failure(obj: Any) -> AMQPEncodeError:
     return AMQPEncodeError(f"{type(obj).__name__} could not be encoded")
 
 
-__all__ = ["LEN8", "check_value", "encode_failure"]
+__all__ = ["OCTETS", "check_value", "encode_failure"]

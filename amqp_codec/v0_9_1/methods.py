@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ..base import FieldSpec, Method, slot_setters
-from ..encoding import LEN8, encode_failure
+from ..encoding import OCTETS, encode_failure
 from ..errors import AMQPEncodeError
 from ..table import EMPTY_TABLE, FieldTable, encode_table
 
@@ -249,11 +249,11 @@ class Connection:
                     (
                         _PACK_HH(10, 11),
                         encode_table(self.client_properties, "client_properties"),
-                        LEN8[len(mechanism)],
+                        OCTETS[len(mechanism)],
                         mechanism,
                         _PACK_I(len(response)),
                         response,
-                        LEN8[len(locale)],
+                        OCTETS[len(locale)],
                         locale,
                     )
                 )
@@ -548,11 +548,11 @@ class Connection:
                 return b"".join(
                     (
                         _PACK_HH(10, 40),
-                        LEN8[len(virtual_host)],
+                        OCTETS[len(virtual_host)],
                         virtual_host,
-                        LEN8[len(reserved_1)],
+                        OCTETS[len(reserved_1)],
                         reserved_1,
-                        _PACK_B((self.reserved_2 and 1 or 0)),
+                        OCTETS[(self.reserved_2 and 1 or 0)],
                     )
                 )
             except AMQPEncodeError:
@@ -598,7 +598,7 @@ class Connection:
                 return b"".join(
                     (
                         _PACK_HH(10, 41),
-                        LEN8[len(reserved_1)],
+                        OCTETS[len(reserved_1)],
                         reserved_1,
                     )
                 )
@@ -669,7 +669,7 @@ class Connection:
                 return b"".join(
                     (
                         _PACK_HHH(10, 50, self.reply_code),
-                        LEN8[len(reply_text)],
+                        OCTETS[len(reply_text)],
                         reply_text,
                         _PACK_HH(self.class_id, self.method_id),
                     )
@@ -747,7 +747,7 @@ class Connection:
                 return b"".join(
                     (
                         _PACK_HH(10, 60),
-                        LEN8[len(reason)],
+                        OCTETS[len(reason)],
                         reason,
                     )
                 )
@@ -834,7 +834,7 @@ class Connection:
                         _PACK_HH(10, 70),
                         _PACK_I(len(new_secret)),
                         new_secret,
-                        LEN8[len(reason)],
+                        OCTETS[len(reason)],
                         reason,
                     )
                 )
@@ -916,7 +916,7 @@ class Channel:
                 return b"".join(
                     (
                         _PACK_HH(20, 10),
-                        LEN8[len(reserved_1)],
+                        OCTETS[len(reserved_1)],
                         reserved_1,
                     )
                 )
@@ -1117,7 +1117,7 @@ class Channel:
                 return b"".join(
                     (
                         _PACK_HHH(20, 40, self.reply_code),
-                        LEN8[len(reply_text)],
+                        OCTETS[len(reply_text)],
                         reply_text,
                         _PACK_HH(self.class_id, self.method_id),
                     )
@@ -1230,15 +1230,15 @@ class Access:
                 return b"".join(
                     (
                         _PACK_HH(30, 10),
-                        LEN8[len(realm)],
+                        OCTETS[len(realm)],
                         realm,
-                        _PACK_B(
+                        OCTETS[
                             (self.exclusive and 1 or 0)
                             | (self.passive and 2 or 0)
                             | (self.active and 4 or 0)
                             | (self.write and 8 or 0)
                             | (self.read and 16 or 0)
-                        ),
+                        ],
                     )
                 )
             except AMQPEncodeError:
@@ -1408,17 +1408,17 @@ class Exchange:
                 return b"".join(
                     (
                         _PACK_HHH(40, 10, self.reserved_1),
-                        LEN8[len(exchange)],
+                        OCTETS[len(exchange)],
                         exchange,
-                        LEN8[len(type)],
+                        OCTETS[len(type)],
                         type,
-                        _PACK_B(
+                        OCTETS[
                             (self.passive and 1 or 0)
                             | (self.durable and 2 or 0)
                             | (self.auto_delete and 4 or 0)
                             | (self.internal and 8 or 0)
                             | (self.no_wait and 16 or 0)
-                        ),
+                        ],
                         encode_table(self.arguments, "arguments"),
                     )
                 )
@@ -1512,9 +1512,9 @@ class Exchange:
                 return b"".join(
                     (
                         _PACK_HHH(40, 20, self.reserved_1),
-                        LEN8[len(exchange)],
+                        OCTETS[len(exchange)],
                         exchange,
-                        _PACK_B((self.if_unused and 1 or 0) | (self.no_wait and 2 or 0)),
+                        OCTETS[(self.if_unused and 1 or 0) | (self.no_wait and 2 or 0)],
                     )
                 )
             except AMQPEncodeError:
@@ -1643,13 +1643,13 @@ class Exchange:
                 return b"".join(
                     (
                         _PACK_HHH(40, 30, self.reserved_1),
-                        LEN8[len(destination)],
+                        OCTETS[len(destination)],
                         destination,
-                        LEN8[len(source)],
+                        OCTETS[len(source)],
                         source,
-                        LEN8[len(routing_key)],
+                        OCTETS[len(routing_key)],
                         routing_key,
-                        _PACK_B((self.no_wait and 1 or 0)),
+                        OCTETS[(self.no_wait and 1 or 0)],
                         encode_table(self.arguments, "arguments"),
                     )
                 )
@@ -1766,13 +1766,13 @@ class Exchange:
                 return b"".join(
                     (
                         _PACK_HHH(40, 40, self.reserved_1),
-                        LEN8[len(destination)],
+                        OCTETS[len(destination)],
                         destination,
-                        LEN8[len(source)],
+                        OCTETS[len(source)],
                         source,
-                        LEN8[len(routing_key)],
+                        OCTETS[len(routing_key)],
                         routing_key,
-                        _PACK_B((self.no_wait and 1 or 0)),
+                        OCTETS[(self.no_wait and 1 or 0)],
                         encode_table(self.arguments, "arguments"),
                     )
                 )
@@ -1926,15 +1926,15 @@ class Queue:
                 return b"".join(
                     (
                         _PACK_HHH(50, 10, self.reserved_1),
-                        LEN8[len(queue)],
+                        OCTETS[len(queue)],
                         queue,
-                        _PACK_B(
+                        OCTETS[
                             (self.passive and 1 or 0)
                             | (self.durable and 2 or 0)
                             | (self.exclusive and 4 or 0)
                             | (self.auto_delete and 8 or 0)
                             | (self.no_wait and 16 or 0)
-                        ),
+                        ],
                         encode_table(self.arguments, "arguments"),
                     )
                 )
@@ -1998,7 +1998,7 @@ class Queue:
                 return b"".join(
                     (
                         _PACK_HH(50, 11),
-                        LEN8[len(queue)],
+                        OCTETS[len(queue)],
                         queue,
                         _PACK_II(self.message_count, self.consumer_count),
                     )
@@ -2101,13 +2101,13 @@ class Queue:
                 return b"".join(
                     (
                         _PACK_HHH(50, 20, self.reserved_1),
-                        LEN8[len(queue)],
+                        OCTETS[len(queue)],
                         queue,
-                        LEN8[len(exchange)],
+                        OCTETS[len(exchange)],
                         exchange,
-                        LEN8[len(routing_key)],
+                        OCTETS[len(routing_key)],
                         routing_key,
-                        _PACK_B((self.no_wait and 1 or 0)),
+                        OCTETS[(self.no_wait and 1 or 0)],
                         encode_table(self.arguments, "arguments"),
                     )
                 )
@@ -2219,11 +2219,11 @@ class Queue:
                 return b"".join(
                     (
                         _PACK_HHH(50, 50, self.reserved_1),
-                        LEN8[len(queue)],
+                        OCTETS[len(queue)],
                         queue,
-                        LEN8[len(exchange)],
+                        OCTETS[len(exchange)],
                         exchange,
-                        LEN8[len(routing_key)],
+                        OCTETS[len(routing_key)],
                         routing_key,
                         encode_table(self.arguments, "arguments"),
                     )
@@ -2307,9 +2307,9 @@ class Queue:
                 return b"".join(
                     (
                         _PACK_HHH(50, 30, self.reserved_1),
-                        LEN8[len(queue)],
+                        OCTETS[len(queue)],
                         queue,
-                        _PACK_B((self.no_wait and 1 or 0)),
+                        OCTETS[(self.no_wait and 1 or 0)],
                     )
                 )
             except AMQPEncodeError:
@@ -2423,13 +2423,13 @@ class Queue:
                 return b"".join(
                     (
                         _PACK_HHH(50, 40, self.reserved_1),
-                        LEN8[len(queue)],
+                        OCTETS[len(queue)],
                         queue,
-                        _PACK_B(
+                        OCTETS[
                             (self.if_unused and 1 or 0)
                             | (self.if_empty and 2 or 0)
                             | (self.no_wait and 4 or 0)
-                        ),
+                        ],
                     )
                 )
             except AMQPEncodeError:
@@ -2691,16 +2691,16 @@ class Basic:
                 return b"".join(
                     (
                         _PACK_HHH(60, 20, self.reserved_1),
-                        LEN8[len(queue)],
+                        OCTETS[len(queue)],
                         queue,
-                        LEN8[len(consumer_tag)],
+                        OCTETS[len(consumer_tag)],
                         consumer_tag,
-                        _PACK_B(
+                        OCTETS[
                             (self.no_local and 1 or 0)
                             | (self.no_ack and 2 or 0)
                             | (self.exclusive and 4 or 0)
                             | (self.no_wait and 8 or 0)
-                        ),
+                        ],
                         encode_table(self.arguments, "arguments"),
                     )
                 )
@@ -2749,7 +2749,7 @@ class Basic:
                 return b"".join(
                     (
                         _PACK_HH(60, 21),
-                        LEN8[len(consumer_tag)],
+                        OCTETS[len(consumer_tag)],
                         consumer_tag,
                     )
                 )
@@ -2812,9 +2812,9 @@ class Basic:
                 return b"".join(
                     (
                         _PACK_HH(60, 30),
-                        LEN8[len(consumer_tag)],
+                        OCTETS[len(consumer_tag)],
                         consumer_tag,
-                        _PACK_B((self.no_wait and 1 or 0)),
+                        OCTETS[(self.no_wait and 1 or 0)],
                     )
                 )
             except AMQPEncodeError:
@@ -2860,7 +2860,7 @@ class Basic:
                 return b"".join(
                     (
                         _PACK_HH(60, 31),
-                        LEN8[len(consumer_tag)],
+                        OCTETS[len(consumer_tag)],
                         consumer_tag,
                     )
                 )
@@ -2951,11 +2951,11 @@ class Basic:
                 return b"".join(
                     (
                         _PACK_HHH(60, 40, self.reserved_1),
-                        LEN8[len(exchange)],
+                        OCTETS[len(exchange)],
                         exchange,
-                        LEN8[len(routing_key)],
+                        OCTETS[len(routing_key)],
                         routing_key,
-                        _PACK_B((self.mandatory and 1 or 0) | (self.immediate and 2 or 0)),
+                        OCTETS[(self.mandatory and 1 or 0) | (self.immediate and 2 or 0)],
                     )
                 )
             except AMQPEncodeError:
@@ -3031,11 +3031,11 @@ class Basic:
                 return b"".join(
                     (
                         _PACK_HHH(60, 50, self.reply_code),
-                        LEN8[len(reply_text)],
+                        OCTETS[len(reply_text)],
                         reply_text,
-                        LEN8[len(exchange)],
+                        OCTETS[len(exchange)],
                         exchange,
-                        LEN8[len(routing_key)],
+                        OCTETS[len(routing_key)],
                         routing_key,
                     )
                 )
@@ -3117,12 +3117,12 @@ class Basic:
                 return b"".join(
                     (
                         _PACK_HH(60, 60),
-                        LEN8[len(consumer_tag)],
+                        OCTETS[len(consumer_tag)],
                         consumer_tag,
                         _PACK_QB(self.delivery_tag, (self.redelivered and 1 or 0)),
-                        LEN8[len(exchange)],
+                        OCTETS[len(exchange)],
                         exchange,
-                        LEN8[len(routing_key)],
+                        OCTETS[len(routing_key)],
                         routing_key,
                     )
                 )
@@ -3182,9 +3182,9 @@ class Basic:
                 return b"".join(
                     (
                         _PACK_HHH(60, 70, self.reserved_1),
-                        LEN8[len(queue)],
+                        OCTETS[len(queue)],
                         queue,
-                        _PACK_B((self.no_ack and 1 or 0)),
+                        OCTETS[(self.no_ack and 1 or 0)],
                     )
                 )
             except AMQPEncodeError:
@@ -3260,9 +3260,9 @@ class Basic:
                 return b"".join(
                     (
                         _PACK_HHQB(60, 71, self.delivery_tag, (self.redelivered and 1 or 0)),
-                        LEN8[len(exchange)],
+                        OCTETS[len(exchange)],
                         exchange,
-                        LEN8[len(routing_key)],
+                        OCTETS[len(routing_key)],
                         routing_key,
                         _PACK_I(self.message_count),
                     )
@@ -3310,7 +3310,7 @@ class Basic:
                 return b"".join(
                     (
                         _PACK_HH(60, 72),
-                        LEN8[len(reserved_1)],
+                        OCTETS[len(reserved_1)],
                         reserved_1,
                     )
                 )

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ..base import FieldSpec, Properties
-from ..encoding import LEN8, encode_failure
+from ..encoding import OCTETS, encode_failure
 from ..errors import AMQPEncodeError
 from ..table import EMPTY_TABLE, Timestamp, encode_table
 
@@ -201,7 +201,7 @@ class BasicProperties(Properties):
                     raw = value.encode()
                 except UnicodeEncodeError:
                     raw = value.encode("utf-8", "surrogateescape")
-                append(LEN8[len(raw)])
+                append(OCTETS[len(raw)])
                 append(raw)
             if "content_encoding" in present:
                 value = present["content_encoding"]
@@ -210,7 +210,7 @@ class BasicProperties(Properties):
                     raw = value.encode()
                 except UnicodeEncodeError:
                     raw = value.encode("utf-8", "surrogateescape")
-                append(LEN8[len(raw)])
+                append(OCTETS[len(raw)])
                 append(raw)
             if "headers" in present:
                 value = present["headers"]
@@ -231,7 +231,7 @@ class BasicProperties(Properties):
                     raw = value.encode()
                 except UnicodeEncodeError:
                     raw = value.encode("utf-8", "surrogateescape")
-                append(LEN8[len(raw)])
+                append(OCTETS[len(raw)])
                 append(raw)
             if "reply_to" in present:
                 value = present["reply_to"]
@@ -240,7 +240,7 @@ class BasicProperties(Properties):
                     raw = value.encode()
                 except UnicodeEncodeError:
                     raw = value.encode("utf-8", "surrogateescape")
-                append(LEN8[len(raw)])
+                append(OCTETS[len(raw)])
                 append(raw)
             if "expiration" in present:
                 value = present["expiration"]
@@ -249,7 +249,7 @@ class BasicProperties(Properties):
                     raw = value.encode()
                 except UnicodeEncodeError:
                     raw = value.encode("utf-8", "surrogateescape")
-                append(LEN8[len(raw)])
+                append(OCTETS[len(raw)])
                 append(raw)
             if "message_id" in present:
                 value = present["message_id"]
@@ -258,7 +258,7 @@ class BasicProperties(Properties):
                     raw = value.encode()
                 except UnicodeEncodeError:
                     raw = value.encode("utf-8", "surrogateescape")
-                append(LEN8[len(raw)])
+                append(OCTETS[len(raw)])
                 append(raw)
             if "timestamp" in present:
                 value = present["timestamp"]
@@ -271,7 +271,7 @@ class BasicProperties(Properties):
                     raw = value.encode()
                 except UnicodeEncodeError:
                     raw = value.encode("utf-8", "surrogateescape")
-                append(LEN8[len(raw)])
+                append(OCTETS[len(raw)])
                 append(raw)
             if "user_id" in present:
                 value = present["user_id"]
@@ -280,7 +280,7 @@ class BasicProperties(Properties):
                     raw = value.encode()
                 except UnicodeEncodeError:
                     raw = value.encode("utf-8", "surrogateescape")
-                append(LEN8[len(raw)])
+                append(OCTETS[len(raw)])
                 append(raw)
             if "app_id" in present:
                 value = present["app_id"]
@@ -289,7 +289,7 @@ class BasicProperties(Properties):
                     raw = value.encode()
                 except UnicodeEncodeError:
                     raw = value.encode("utf-8", "surrogateescape")
-                append(LEN8[len(raw)])
+                append(OCTETS[len(raw)])
                 append(raw)
             if "cluster_id" in present:
                 value = present["cluster_id"]
@@ -298,7 +298,7 @@ class BasicProperties(Properties):
                     raw = value.encode()
                 except UnicodeEncodeError:
                     raw = value.encode("utf-8", "surrogateescape")
-                append(LEN8[len(raw)])
+                append(OCTETS[len(raw)])
                 append(raw)
         except AMQPEncodeError:
             raise
