@@ -214,12 +214,19 @@ class FrameDecoder:
     # -- input -----------------------------------------------------------------------------
 
     def receive_data(self, data: bytes | bytearray | memoryview) -> None:
-        """Queue bytes received from the peer. ``b""`` marks the end of the stream."""
+        """Queue bytes received from the peer. ``b""`` marks the end of the stream.
+
+        Only queues: decoding happens in :meth:`next_frame`, which checks each frame's size
+        from its header, so call it after every receive. After a decode error the data is
+        dropped.
+        """
         if not data:
             self._eof = True
             return
         if self._eof:
             raise RuntimeError("receive_data() after the end of the stream")
+        if self._error is not None:
+            return  # the stream is dead (next_frame re-raises): keep nothing more
         chunk = data if type(data) is bytes else bytes(data)
         if not self._pending_len and self._pos == len(self._buf):
             # Everything so far is decoded: decode the new chunk in place, no copy.
