@@ -807,3 +807,14 @@ def test_error_offsets_do_not_depend_on_chunking(case, cuts):
     assert info.value.reply_code == reply_code
     assert info.value.offset == offset
     assert info.value.field == field
+
+
+def test_data_after_an_error_is_not_kept() -> None:
+    decoder = ac.FrameDecoder(v091)
+    decoder.receive_data(b"\x09\x00\x00\x00\x00\x00\x00\xce")  # unknown frame type 9
+    with pytest.raises(ac.FrameError):
+        decoder.next_frame()
+    decoder.receive_data(b"\x00" * 1_000_000)
+    assert decoder.buffered < 1_000_000
+    with pytest.raises(ac.FrameError):
+        decoder.next_frame()
