@@ -71,3 +71,12 @@ def test_main_job_runs_on_the_shipped_samples() -> None:
     result = _run(sys.executable, "-m", "amqp_codec", "decode", *samples)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert "basic.publish" in result.stdout and "basic.deliver" in result.stdout
+
+
+def test_readme_python_examples_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    assert len(blocks) >= 3
+    monkeypatch.chdir(ROOT)
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), {"print": lambda *args: None})
