@@ -186,7 +186,7 @@ def _field(el: _Element, domains: dict[str, tuple[str, list[str]]]) -> Field:
         raise _fail(el, f"field {name!r} has unknown domain or type {domain!r}")
     wire_type, domain_asserts = domains[domain]
     asserts = domain_asserts + [_assert_text(a) for a in _children(el, "assert")]
-    # 0-9-1 marks retired fields reserved="1"; 0-8 calls the retired access ticket "ticket".
+    # 0-9-1 marks retired fields reserved="1"; an overlay can mark others deprecated="1".
     reserved = _flag(el, "reserved") or _flag(el, "deprecated")
     return Field(
         name=name,
@@ -201,8 +201,18 @@ def _field(el: _Element, domains: dict[str, tuple[str, list[str]]]) -> Field:
 
 
 def _assert_text(el: _Element) -> str:
-    attrs = " ".join(f"{k}={v}" for k, v in el.attrib.items() if k != "_source")
-    return attrs
+    """An ``<assert>`` as a phrase for the field's docs ("at most 127 bytes")."""
+    check, value = el.get("check", ""), el.get("value", "")
+    if check == "notnull":
+        return "must not be empty"
+    if check == "length":
+        return f"at most {value} bytes"
+    if check == "regexp":
+        return f"matches {value}"
+    if check in ("le", "ge", "eq", "ne", "lt", "gt") and el.get("field"):
+        other = f"{el.get('method')}.{el.get('field')}" if el.get("method") else el.get("field")
+        return f"{check} {other}"
+    return " ".join(f"{k}={v}" for k, v in el.attrib.items() if k != "_source")
 
 
 def load(spec_path: Path, overlay_path: Path | None, package: str) -> Spec:

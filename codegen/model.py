@@ -52,6 +52,15 @@ def py_class(name: str) -> str:
     return "".join(part.capitalize() for part in re.split(r"[- ]+", name.strip()))
 
 
+def sentence(text: str) -> str:
+    """A label as a sentence: capitalised, ending with a full stop."""
+    text = " ".join(text.split())
+    if not text:
+        return ""
+    text = text[0].upper() + text[1:]
+    return text if text.endswith((".", "!", "?")) else text + "."
+
+
 def const_name(name: str) -> str:
     """``"frame-method"`` → ``"FRAME_METHOD"``."""
     return re.sub(r"[- ]+", "_", name.strip()).upper()
@@ -93,6 +102,14 @@ class Field:
     def code(self) -> str | None:
         """The struct code of a fixed-size field; None for variable-length ones and bits."""
         return PRIMITIVES[self.wire_type]
+
+    @property
+    def doc_text(self) -> str:
+        """Label, documentation and the spec's checks, for the field's docstring."""
+        parts = [sentence(self.label), self.doc]
+        if self.asserts:
+            parts.append("Spec checks: " + "; ".join(dict.fromkeys(self.asserts)) + ".")
+        return "\n\n".join(part for part in parts if part)
 
     @property
     def default_literal(self) -> str:

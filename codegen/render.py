@@ -12,7 +12,7 @@ from pathlib import Path
 import black
 import jinja2
 
-from .model import Spec
+from .model import Spec, sentence
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -45,15 +45,6 @@ def docstring(text: str, indent: int = 0, width: int = LINE_LENGTH - 4) -> str:
     if body.endswith('"'):
         body += " "
     return body
-
-
-def sentence(text: str) -> str:
-    """A label as a sentence: capitalised, ending with a full stop."""
-    text = " ".join(text.split())
-    if not text:
-        return ""
-    text = text[0].upper() + text[1:]
-    return text if text.endswith((".", "!", "?")) else text + "."
 
 
 def struct_name(fmt: str, kind: str) -> str:

@@ -125,13 +125,17 @@ class Connection:
         mechanisms: bytes = b"PLAIN"
         """Available security mechanisms.
 
-        A list of the security mechanisms that the server supports, delimited by spaces."""
+        A list of the security mechanisms that the server supports, delimited by spaces.
+
+        Spec checks: must not be empty."""
 
         locales: bytes = b"en_US"
         """Available message locales.
 
         A list of the message locales that the server supports, delimited by spaces. The locale
-        defines the language in which the server will send reply texts."""
+        defines the language in which the server will send reply texts.
+
+        Spec checks: must not be empty."""
 
         def __init__(
             self,
@@ -205,19 +209,25 @@ class Connection:
         """Selected security mechanism.
 
         A single security mechanisms selected by the client, which must be one of those
-        specified by the server."""
+        specified by the server.
+
+        Spec checks: must not be empty."""
 
         response: bytes = b""
         """Security response data.
 
         A block of opaque data passed to the security mechanism. The contents of this data are
-        defined by the SASL security mechanism."""
+        defined by the SASL security mechanism.
+
+        Spec checks: must not be empty."""
 
         locale: str = "en_US"
         """Selected message locale.
 
         A single message locale selected by the client, which must be one of those specified by
-        the server."""
+        the server.
+
+        Spec checks: must not be empty."""
 
         def __init__(
             self,
@@ -334,7 +344,9 @@ class Connection:
         """Security response data.
 
         A block of opaque data passed to the security mechanism. The contents of this data are
-        defined by the SASL security mechanism."""
+        defined by the SASL security mechanism.
+
+        Spec checks: must not be empty."""
 
         def __init__(
             self,
@@ -450,7 +462,9 @@ class Connection:
         channel_max: int = 0
         """Negotiated maximum channels.
 
-        The maximum total number of channels that the client will use per connection."""
+        The maximum total number of channels that the client will use per connection.
+
+        Spec checks: must not be empty; le tune.channel-max."""
 
         frame_max: int = 0
         """Negotiated maximum frame size.
@@ -516,7 +530,9 @@ class Connection:
         virtual_host: str = "/"
         """Virtual host name.
 
-        The name of the virtual host to work with."""
+        The name of the virtual host to work with.
+
+        Spec checks: must not be empty; at most 127 bytes."""
 
         reserved_1: str = field(default="", init=False, repr=False, compare=False)
         """Reserved: always '' when encoded, unless decoded with another value."""
@@ -632,8 +648,10 @@ class Connection:
         )
 
         reply_code: int = 0
+        """Spec checks: must not be empty."""
 
         reply_text: str = ""
+        """Spec checks: must not be empty."""
 
         class_id: int = 0
         """Failing method class.
@@ -1080,8 +1098,10 @@ class Channel:
         )
 
         reply_code: int = 0
+        """Spec checks: must not be empty."""
 
         reply_text: str = ""
+        """Spec checks: must not be empty."""
 
         class_id: int = 0
         """Failing method class.
@@ -1325,6 +1345,7 @@ class Exchange:
         """Reserved: always 0 when encoded, unless decoded with another value."""
 
         exchange: str = ""
+        """Spec checks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$; must not be empty."""
 
         type: str = "direct"
         """Exchange type.
@@ -1479,6 +1500,7 @@ class Exchange:
         """Reserved: always 0 when encoded, unless decoded with another value."""
 
         exchange: str = ""
+        """Spec checks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$; must not be empty."""
 
         if_unused: bool = False
         """Delete only if unused.
@@ -1586,12 +1608,16 @@ class Exchange:
         destination: str = ""
         """Name of the destination exchange to bind to.
 
-        Specifies the name of the destination exchange to bind."""
+        Specifies the name of the destination exchange to bind.
+
+        Spec checks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$."""
 
         source: str = ""
         """Name of the source exchange to bind to.
 
-        Specifies the name of the source exchange to bind."""
+        Specifies the name of the source exchange to bind.
+
+        Spec checks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$."""
 
         routing_key: str = ""
         """Message routing key.
@@ -1714,10 +1740,14 @@ class Exchange:
         """Reserved: always 0 when encoded, unless decoded with another value."""
 
         destination: str = ""
-        """Specifies the name of the destination exchange to unbind."""
+        """Specifies the name of the destination exchange to unbind.
+
+        Spec checks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$."""
 
         source: str = ""
-        """Specifies the name of the source exchange to unbind."""
+        """Specifies the name of the source exchange to unbind.
+
+        Spec checks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$."""
 
         routing_key: str = ""
         """Routing key of binding.
@@ -1852,6 +1882,7 @@ class Queue:
         """Reserved: always 0 when encoded, unless decoded with another value."""
 
         queue: str = ""
+        """Spec checks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$."""
 
         passive: bool = False
         """Do not create queue.
@@ -1966,7 +1997,9 @@ class Queue:
 
         queue: str = ""
         """Reports the name of the queue. If the server generated a queue name, this field contains
-        that name."""
+        that name.
+
+        Spec checks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$; must not be empty."""
 
         message_count: int = 0
 
@@ -2041,10 +2074,14 @@ class Queue:
         """Reserved: always 0 when encoded, unless decoded with another value."""
 
         queue: str = ""
-        """Specifies the name of the queue to bind."""
+        """Specifies the name of the queue to bind.
+
+        Spec checks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$."""
 
         exchange: str = ""
-        """Name of the exchange to bind to."""
+        """Name of the exchange to bind to.
+
+        Spec checks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$."""
 
         routing_key: str = ""
         """Message routing key.
@@ -2171,10 +2208,14 @@ class Queue:
         """Reserved: always 0 when encoded, unless decoded with another value."""
 
         queue: str = ""
-        """Specifies the name of the queue to unbind."""
+        """Specifies the name of the queue to unbind.
+
+        Spec checks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$."""
 
         exchange: str = ""
-        """The name of the exchange to unbind from."""
+        """The name of the exchange to unbind from.
+
+        Spec checks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$."""
 
         routing_key: str = ""
         """Routing key of binding.
@@ -2282,7 +2323,9 @@ class Queue:
         """Reserved: always 0 when encoded, unless decoded with another value."""
 
         queue: str = ""
-        """Specifies the name of the queue to purge."""
+        """Specifies the name of the queue to purge.
+
+        Spec checks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$."""
 
         no_wait: bool = False
 
@@ -2383,7 +2426,9 @@ class Queue:
         """Reserved: always 0 when encoded, unless decoded with another value."""
 
         queue: str = ""
-        """Specifies the name of the queue to delete."""
+        """Specifies the name of the queue to delete.
+
+        Spec checks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$."""
 
         if_unused: bool = False
         """Delete only if unused.
@@ -2632,7 +2677,9 @@ class Basic:
         """Reserved: always 0 when encoded, unless decoded with another value."""
 
         queue: str = ""
-        """Specifies the name of the queue to consume from."""
+        """Specifies the name of the queue to consume from.
+
+        Spec checks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$."""
 
         consumer_tag: str = ""
         """Specifies the identifier for the consumer. The consumer tag is local to a channel, so
@@ -2899,7 +2946,9 @@ class Basic:
         exchange: str = ""
         """Specifies the name of the exchange to publish to. The exchange name can be empty,
         meaning the default exchange. If the exchange name is specified, and that exchange does
-        not exist, the server will raise a channel exception."""
+        not exist, the server will raise a channel exception.
+
+        Spec checks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$."""
 
         routing_key: str = ""
         """Message routing key.
@@ -2987,12 +3036,16 @@ class Basic:
         )
 
         reply_code: int = 0
+        """Spec checks: must not be empty."""
 
         reply_text: str = ""
+        """Spec checks: must not be empty."""
 
         exchange: str = ""
         """Specifies the name of the exchange that the message was originally published
-        to.  May be empty, meaning the default exchange."""
+        to.  May be empty, meaning the default exchange.
+
+        Spec checks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$."""
 
         routing_key: str = ""
         """Message routing key.
@@ -3076,7 +3129,9 @@ class Basic:
 
         exchange: str = ""
         """Specifies the name of the exchange that the message was originally published to. May be
-        empty, indicating the default exchange."""
+        empty, indicating the default exchange.
+
+        Spec checks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$."""
 
         routing_key: str = ""
         """Message routing key.
@@ -3157,7 +3212,9 @@ class Basic:
         """Reserved: always 0 when encoded, unless decoded with another value."""
 
         queue: str = ""
-        """Specifies the name of the queue to get a message from."""
+        """Specifies the name of the queue to get a message from.
+
+        Spec checks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$."""
 
         no_ack: bool = False
 
@@ -3221,7 +3278,9 @@ class Basic:
 
         exchange: str = ""
         """Specifies the name of the exchange that the message was originally published to. If
-        empty, the message was published to the default exchange."""
+        empty, the message was published to the default exchange.
+
+        Spec checks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$."""
 
         routing_key: str = ""
         """Message routing key.
