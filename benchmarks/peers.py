@@ -18,6 +18,7 @@ from __future__ import annotations
 import collections
 import io
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import version
 from struct import unpack_from
@@ -50,12 +51,103 @@ def _ns_values(values: dict[str, Any], prefix: str) -> dict[str, Any]:
     return {f"{prefix}{k}": v for k, v in values.items()}
 
 
+def _chunks_bench(run: Callable[[list[bytes]], list[Any]], stream: fx.Stream, note: str) -> Bench:
+    """``run``, a library's whole receive path, over the stream's 4 KiB chunks."""
+    return Bench("_r = run(chunks)", {"run": run, "chunks": stream.chunks}, note)
+
+
+def _slicing_loop(decode: str, consumed: str) -> str:
+    """Timed statement: decode the frames in ``data`` into the list ``_r``, trimming the buffer
+    ``_b`` by slicing off ``consumed`` bytes after each one.
+
+    ``decode`` (loop-body lines, indented) leaves the next frame in ``_f`` or breaks.
+    """
+    return f"_b = data\n_r = []\nwhile _b:\n{decode}\n    _b = _b[{consumed}:]\n    _r.append(_f)"
+
+
+#: Basic.Publish from the ``M_*`` values, for the libraries that have a method class for it.
+_PUBLISH_METHOD = f"Publish({_kwargs(fx.PUBLISH_FIELDS, 'M_')})"
+
+
+def _publish_bench(
+    construct: bool,
+    names: dict[str, Any],
+    props: dict[str, Any],
+    template: str,
+    note: str,
+    **built: str,
+) -> Bench:
+    """A ``publish_encode`` bench.
+
+    The namespace is ``names`` (the library's callables, classes and constants), then the
+    method fields as ``M_*`` and the property values ``props`` as ``P_*``. ``built`` maps each
+    ``{NAME}`` in ``template`` to the source that builds that object from those values: with
+    ``construct`` the source is inlined into the timed statement; without, it is evaluated
+    once (in ``built``'s order) into ``NAME`` in the namespace, and the statement uses that.
+    """
+    ns = {**names, **_ns_values(fx.PUBLISH_FIELDS, "M_"), **_ns_values(props, "P_")}
+    if construct:
+        stmt = template.format(**built)
+    else:
+        for name, source in built.items():
+            ns[name] = eval(source, ns)
+        stmt = template.format(**{name: name for name in built})
+    return Bench(stmt, ns, note)
+
+
+class _Adapter:
+    """What the adapters share: tables normalise as they are; an encoding result is bytes-like."""
+
+    key: str
+    label: str
+    version: str
+
+    def norm_table(self, t: Any) -> Any:
+        return norm.value(t)
+
+    def encoded(self, r: Any) -> bytes:
+        return bytes(r)
+
+
+class _FrameListAdapter(_Adapter):
+    """An adapter whose publish result is a list of marshalled frames (pika, pamqp)."""
+
+    def encoded(self, r: Any) -> bytes:
+        return b"".join(r) if isinstance(r, list) else bytes(r)
+
+
+def _norm_object_frame(
+    f: Any, kinds: tuple[type[Any], ...], channel: str, payload: str
+) -> tuple[Any, ...]:
+    """``norm_frame`` for a library with one class per frame type.
+
+    ``kinds`` are its method, content header, content body and heartbeat frame classes;
+    ``channel`` and ``payload`` name the attributes holding the channel and the body bytes.
+    """
+    method, header, body, heartbeat = kinds
+    if isinstance(f, method):
+        return ("method", getattr(f, channel), norm.method_from_attrs(f.method.INDEX, f.method))
+    if isinstance(f, header):
+        p = f.properties
+        return (
+            "header",
+            getattr(f, channel),
+            f.body_size,
+            norm.properties({a: getattr(p, a) for a in norm.PROPERTY_ATTRS}),
+        )
+    if isinstance(f, body):
+        return ("body", getattr(f, channel), bytes(getattr(f, payload)))
+    if isinstance(f, heartbeat):
+        return ("heartbeat", 0)
+    raise TypeError(f)
+
+
 # ============================================================================================
 # amqp-codec (ours)
 # ============================================================================================
 
 
-class Ours:
+class Ours(_Adapter):
     key = "ours"
     label = "amqp-codec"
 
@@ -85,12 +177,7 @@ class Ours:
             "FrameDecoder.receive_data + next_frame (one long-lived decoder)",
         )
 
-    def header_decode(self, frame: bytes) -> Bench:
-        return Bench(
-            "receive(data)\n_r = next_frame()",
-            self._decoder_ns(frame),
-            "FrameDecoder.receive_data + next_frame (one long-lived decoder)",
-        )
+    header_decode = deliver_decode
 
     def message_decode(self, buf: bytes) -> Bench:
         stmt = (
@@ -99,9 +186,9 @@ class Ours:
         return Bench(stmt, self._decoder_ns(buf), "receive_data, then next_frame until NEED_DATA")
 
     def stream_decode(self, stream: fx.Stream) -> Bench:
-        return Bench(
-            "_r = run(chunks)",
-            {"run": self._stream, "chunks": stream.chunks},
+        return _chunks_bench(
+            self._stream,
+            stream,
             "new FrameDecoder per run; receive_data per 4 KiB chunk, next_frame until NEED_DATA",
         )
 
@@ -141,54 +228,29 @@ class Ours:
     def publish_encode(self, construct: bool) -> Bench:
         from amqp_codec.v0_9_1 import Basic, BasicProperties
 
-        ns: dict[str, Any] = {
-            "encode_message": self.ac.encode_message,
-            "Publish": Basic.Publish,
-            "BasicProperties": BasicProperties,
-            "BODY": fx.BODY_1K,
-            "FRAME_MAX": fx.FRAME_MAX,
-            **_ns_values(fx.PUBLISH_FIELDS, "M_"),
-            **_ns_values(fx.PUBLISH_PROPERTIES_VALUES, "P_"),
-        }
-        method = f"Publish({_kwargs(fx.PUBLISH_FIELDS, 'M_')})"
-        props = f"BasicProperties({_kwargs(fx.PUBLISH_PROPERTIES_VALUES, 'P_')})"
-        if construct:
-            stmt = f"_r = encode_message(1, {method}, {props}, BODY, FRAME_MAX)"
-        else:
-            ns["METHOD"] = eval(method, ns)
-            ns["PROPS"] = eval(props, ns)
-            stmt = "_r = encode_message(1, METHOD, PROPS, BODY, FRAME_MAX)"
-        return Bench(
-            stmt,
-            ns,
+        values = fx.PUBLISH_PROPERTIES_VALUES
+        return _publish_bench(
+            construct,
+            {
+                "encode_message": self.ac.encode_message,
+                "Publish": Basic.Publish,
+                "BasicProperties": BasicProperties,
+                "BODY": fx.BODY_1K,
+                "FRAME_MAX": fx.FRAME_MAX,
+            },
+            values,
+            "_r = encode_message(1, {METHOD}, {PROPS}, BODY, FRAME_MAX)",
             "encode_message(channel, Basic.Publish, BasicProperties, body, frame_max) -> bytes",
+            METHOD=_PUBLISH_METHOD,
+            PROPS=f"BasicProperties({_kwargs(values, 'P_')})",
         )
 
     # -- normalisation --------------------------------------------------------------------
 
     def norm_frame(self, f: Any) -> tuple[Any, ...]:
         ac = self.ac
-        if isinstance(f, ac.MethodFrame):
-            return ("method", f.channel, norm.method_from_attrs(f.method.INDEX, f.method))
-        if isinstance(f, ac.ContentHeaderFrame):
-            p = f.properties
-            return (
-                "header",
-                f.channel,
-                f.body_size,
-                norm.properties({a: getattr(p, a) for a in norm.PROPERTY_ATTRS}),
-            )
-        if isinstance(f, ac.ContentBodyFrame):
-            return ("body", f.channel, bytes(f.payload))
-        if isinstance(f, ac.HeartbeatFrame):
-            return ("heartbeat", 0)
-        raise TypeError(f)
-
-    def norm_table(self, t: Any) -> Any:
-        return norm.value(t)
-
-    def encoded(self, r: Any) -> bytes:
-        return bytes(r)
+        kinds = (ac.MethodFrame, ac.ContentHeaderFrame, ac.ContentBodyFrame, ac.HeartbeatFrame)
+        return _norm_object_frame(f, kinds, "channel", "payload")
 
 
 # ============================================================================================
@@ -246,7 +308,7 @@ def _pika_buffer_loop(chunks: list[bytes]) -> list[Any]:
     return out
 
 
-class Pika:
+class Pika(_FrameListAdapter):
     key = "pika"
     label = "pika"
 
@@ -270,26 +332,17 @@ class Pika:
     header_decode = deliver_decode
 
     def message_decode(self, buf: bytes) -> Bench:
-        stmt = (
-            "_b = data\n"
-            "_r = []\n"
-            "while _b:\n"
-            "    _c, _f = decode_frame(_b)\n"
-            "    if not _f:\n"
-            "        break\n"
-            "    _b = _b[_c:]\n"
-            "    _r.append(_f)"
-        )
+        decode = "    _c, _f = decode_frame(_b)\n    if not _f:\n        break"
         return Bench(
-            stmt,
+            _slicing_loop(decode, "_c"),
             {"decode_frame": self.pika.frame.decode_frame, "data": buf},
             "Connection._on_data_available loop: decode_frame, trim buffer by slicing",
         )
 
     def stream_decode(self, stream: fx.Stream) -> Bench:
-        return Bench(
-            "_r = run(chunks)",
-            {"run": _pika_buffer_loop, "chunks": stream.chunks},
+        return _chunks_bench(
+            _pika_buffer_loop,
+            stream,
             "Connection._on_data_available per 4 KiB chunk (bytes +=, decode_frame, slice)",
         )
 
@@ -314,53 +367,28 @@ class Pika:
 
     def publish_encode(self, construct: bool) -> Bench:
         spec = self.pika.spec
-        ns: dict[str, Any] = {
-            "send_message": _pika_send_message,
-            "Publish": spec.Basic.Publish,
-            "BasicProperties": spec.BasicProperties,
-            "BODY": fx.BODY_1K,
-            **_ns_values(fx.PUBLISH_FIELDS, "M_"),
-            **_ns_values(fx.PUBLISH_PROPERTIES_VALUES, "P_"),
-        }
-        method = f"Publish({_kwargs(fx.PUBLISH_FIELDS, 'M_')})"
-        props = f"BasicProperties({_kwargs(fx.PUBLISH_PROPERTIES_VALUES, 'P_')})"
-        if construct:
-            stmt = f"_r = send_message(1, {method}, {props}, BODY)"
-        else:
-            ns["METHOD"] = eval(method, ns)
-            ns["PROPS"] = eval(props, ns)
-            stmt = "_r = send_message(1, METHOD, PROPS, BODY)"
-        return Bench(
-            stmt,
-            ns,
+        values = fx.PUBLISH_PROPERTIES_VALUES
+        return _publish_bench(
+            construct,
+            {
+                "send_message": _pika_send_message,
+                "Publish": spec.Basic.Publish,
+                "BasicProperties": spec.BasicProperties,
+                "BODY": fx.BODY_1K,
+            },
+            values,
+            "_r = send_message(1, {METHOD}, {PROPS}, BODY)",
             "Connection._send_message: frame.Method/Header/Body.marshal() -> list of frame bytes",
+            METHOD=_PUBLISH_METHOD,
+            PROPS=f"BasicProperties({_kwargs(values, 'P_')})",
         )
 
     def norm_frame(self, f: Any) -> tuple[Any, ...]:
         frame = self.pika.frame
         if isinstance(f, tuple):  # (consumed, frame) from decode_frame
             f = f[1]
-        if isinstance(f, frame.Method):
-            return ("method", f.channel_number, norm.method_from_attrs(f.method.INDEX, f.method))
-        if isinstance(f, frame.Header):
-            p = f.properties
-            return (
-                "header",
-                f.channel_number,
-                f.body_size,
-                norm.properties({a: getattr(p, a) for a in norm.PROPERTY_ATTRS}),
-            )
-        if isinstance(f, frame.Body):
-            return ("body", f.channel_number, bytes(f.fragment))
-        if isinstance(f, frame.Heartbeat):
-            return ("heartbeat", 0)
-        raise TypeError(f)
-
-    def norm_table(self, t: Any) -> Any:
-        return norm.value(t)
-
-    def encoded(self, r: Any) -> bytes:
-        return b"".join(r) if isinstance(r, list) else bytes(r)
+        kinds = (frame.Method, frame.Header, frame.Body, frame.Heartbeat)
+        return _norm_object_frame(f, kinds, "channel_number", "fragment")
 
     def expect_decoded(self, plain: Any) -> tuple[Any, str | None]:
         """What pika is known to decode instead of ``plain`` (documented deviations)."""
@@ -427,7 +455,7 @@ def _pamqp_publish(
     return frames
 
 
-class Pamqp:
+class Pamqp(_FrameListAdapter):
     key = "pamqp"
     label = "pamqp"
 
@@ -453,19 +481,11 @@ class Pamqp:
     header_decode = deliver_decode
 
     def message_decode(self, buf: bytes) -> Bench:
-        stmt = (
-            "_b = data\n"
-            "_r = []\n"
-            "while _b:\n"
-            "    try:\n"
-            "        _f = unmarshal(_b)\n"
-            "    except UnmarshalingException:\n"
-            "        break\n"
-            "    _b = _b[_f[0]:]\n"
-            "    _r.append(_f)"
+        decode = (
+            "    try:\n        _f = unmarshal(_b)\n    except UnmarshalingException:\n        break"
         )
         return Bench(
-            stmt,
+            _slicing_loop(decode, "_f[0]"),
             {
                 "unmarshal": self.pamqp.frame.unmarshal,
                 "data": buf,
@@ -475,9 +495,9 @@ class Pamqp:
         )
 
     def stream_decode(self, stream: fx.Stream) -> Bench:
-        return Bench(
-            "_r = run(chunks)",
-            {"run": _pamqp_buffer_loop, "chunks": stream.chunks},
+        return _chunks_bench(
+            _pamqp_buffer_loop,
+            stream,
             "aiorabbit-style buffer per 4 KiB chunk (bytes +=, unmarshal, slice; "
             "UnmarshalingException = incomplete)",
         )
@@ -501,27 +521,20 @@ class Pamqp:
         commands = self.pamqp.commands
         values = dict(fx.PUBLISH_PROPERTIES_VALUES)
         values["timestamp"] = fx.SENT_AT  # pamqp encodes only datetime / struct_time
-        ns: dict[str, Any] = {
-            "publish": _pamqp_publish,
-            "Publish": commands.Basic.Publish,
-            "Properties": commands.Basic.Properties,
-            "BODY": fx.BODY_1K,
-            **_ns_values(fx.PUBLISH_FIELDS, "M_"),
-            **_ns_values(values, "P_"),
-        }
-        method = f"Publish({_kwargs(fx.PUBLISH_FIELDS, 'M_')})"
-        props = f"Properties({_kwargs(values, 'P_', {'type': 'message_type'})})"
-        if construct:
-            stmt = f"_r = publish(1, {method}, {props}, BODY)"
-        else:
-            ns["METHOD"] = eval(method, ns)
-            ns["PROPS"] = eval(props, ns)
-            stmt = "_r = publish(1, METHOD, PROPS, BODY)"
-        return Bench(
-            stmt,
-            ns,
+        return _publish_bench(
+            construct,
+            {
+                "publish": _pamqp_publish,
+                "Publish": commands.Basic.Publish,
+                "Properties": commands.Basic.Properties,
+                "BODY": fx.BODY_1K,
+            },
+            values,
+            "_r = publish(1, {METHOD}, {PROPS}, BODY)",
             "frame.marshal(Basic.Publish), marshal(ContentHeader), "
             "marshal(ContentBody) -> list of frame bytes",
+            METHOD=_PUBLISH_METHOD,
+            PROPS=f"Properties({_kwargs(values, 'P_', {'type': 'message_type'})})",
         )
 
     def norm_frame(self, f: Any) -> tuple[Any, ...]:
@@ -541,12 +554,6 @@ class Pamqp:
         if isinstance(v, p.heartbeat.Heartbeat):
             return ("heartbeat", 0)
         raise TypeError(v)
-
-    def norm_table(self, t: Any) -> Any:
-        return norm.value(t)
-
-    def encoded(self, r: Any) -> bytes:
-        return b"".join(r) if isinstance(r, list) else bytes(r)
 
 
 def _pamqp_table(v: Any) -> Any:
@@ -597,7 +604,17 @@ def _closed(n: int) -> bytes:
     return b""  # py-amqp turns this into "Server unexpectedly closed connection"
 
 
-class PyAmqp:
+#: Timed prefix of py-amqp's decode benches: the frame is in the transport's read buffer.
+_PYAMQP_READ_FRAME = "transport._read_buffer = data\n_t, _ch, _p = read_frame()\n"
+
+#: A method frame read into ``_t, _ch, _p``, as Channel.dispatch_method decodes it; the
+#: ``(type, channel, (sig, args))`` tuple goes into the name filled in with ``format``.
+_PYAMQP_METHOD = (
+    "_sig = unpack_from('>HH', _p, 0)\n{} = (_t, _ch, (_sig, loads(ARGS[_sig], _p, 4)[0]))"
+)
+
+
+class PyAmqp(_Adapter):
     key = "py-amqp"
     label = "py-amqp"
 
@@ -619,43 +636,34 @@ class PyAmqp:
             **extra,
         }
 
-    def deliver_decode(self, frame: bytes) -> Bench:
+    def _read_frame_bench(self, data: bytes, stmt: str, note: str) -> Bench:
+        """``stmt`` after putting ``data`` in a fresh transport's read buffer and reading one
+        frame into ``_t, _ch, _p`` (type, channel, payload)."""
         t = _pyamqp_transport()
-        stmt = (
-            "transport._read_buffer = data\n"
-            "_t, _ch, _p = read_frame()\n"
-            "_sig = unpack_from('>HH', _p, 0)\n"
-            "_r = (_t, _ch, (_sig, loads(ARGS[_sig], _p, 4)[0]))"
-        )
         return Bench(
-            stmt,
-            self._ns(transport=t, read_frame=t.read_frame, data=frame),
+            _PYAMQP_READ_FRAME + stmt,
+            self._ns(transport=t, read_frame=t.read_frame, data=data),
+            note,
+        )
+
+    def deliver_decode(self, frame: bytes) -> Bench:
+        return self._read_frame_bench(
+            frame,
+            _PYAMQP_METHOD.format("_r"),
             "Transport.read_frame (frame already in its read buffer), method sig, "
             "serialization.loads(args) as Channel.dispatch_method does",
         )
 
     def header_decode(self, frame: bytes) -> Bench:
-        t = _pyamqp_transport()
-        stmt = (
-            "transport._read_buffer = data\n"
-            "_t, _ch, _p = read_frame()\n"
-            "_m = Message()\n"
-            "_m.inbound_header(_p)\n"
-            "_r = (_t, _ch, _m)"
-        )
-        return Bench(
-            stmt,
-            self._ns(transport=t, read_frame=t.read_frame, data=frame),
+        return self._read_frame_bench(
+            frame,
+            "_m = Message()\n_m.inbound_header(_p)\n_r = (_t, _ch, _m)",
             "Transport.read_frame, Message().inbound_header (decode_properties_basic)",
         )
 
     def message_decode(self, buf: bytes) -> Bench:
-        t = _pyamqp_transport()
         stmt = (
-            "transport._read_buffer = data\n"
-            "_t, _ch, _p = read_frame()\n"
-            "_sig = unpack_from('>HH', _p, 0)\n"
-            "_f1 = (_t, _ch, (_sig, loads(ARGS[_sig], _p, 4)[0]))\n"
+            _PYAMQP_METHOD.format("_f1") + "\n"
             "_m = Message(frame_method=_sig, frame_args=_p)\n"
             "_t, _ch, _p = read_frame()\n"
             "_m.inbound_header(_p)\n"
@@ -664,9 +672,9 @@ class PyAmqp:
             "_m.inbound_body(_p)\n"
             "_r = [_f1, _f2, (_t, _ch, _m.body)]"
         )
-        return Bench(
+        return self._read_frame_bench(
+            buf,
             stmt,
-            self._ns(transport=t, read_frame=t.read_frame, data=buf),
             "3x Transport.read_frame; loads(args); Message.inbound_header; "
             "Message.inbound_body (py-amqp's own frame_handler steps)",
         )
@@ -719,32 +727,24 @@ class PyAmqp:
 
     def publish_encode(self, construct: bool) -> Bench:
         sink = _Sink()
-        write_frame = self.amqp.method_framing.frame_writer(sink, sink)
-        values = dict(fx.PUBLISH_PROPERTIES_VALUES)
-        ns: dict[str, Any] = {
-            "write_frame": write_frame,
-            "dumps": self.amqp.serialization.dumps,
-            "Message": self.amqp.basic_message.Message,
-            "sink": sink.last,
-            "SIG": (60, 40),
-            "BODY": fx.BODY_1K,
-            **_ns_values(fx.PUBLISH_FIELDS, "M_"),
-            **_ns_values(values, "P_"),
-        }
-        msg = f"Message(BODY, {_kwargs(values, 'P_', {'headers': 'application_headers'})})"
-        args = "(0, M_exchange, M_routing_key, False, False)"
-        if construct:
-            stmt = f"write_frame(1, 1, SIG, dumps('Bssbb', {args}), {msg})\n_r = sink[0]"
-        else:
-            ns["MSG"] = eval(msg, ns)
-            ns["ARGS"] = eval(args, ns)
-            stmt = "write_frame(1, 1, SIG, dumps('Bssbb', ARGS), MSG)\n_r = sink[0]"
-        return Bench(
-            stmt,
-            ns,
+        values = fx.PUBLISH_PROPERTIES_VALUES
+        return _publish_bench(
+            construct,
+            {
+                "write_frame": self.amqp.method_framing.frame_writer(sink, sink),
+                "dumps": self.amqp.serialization.dumps,
+                "Message": self.amqp.basic_message.Message,
+                "sink": sink.last,
+                "SIG": (60, 40),
+                "BODY": fx.BODY_1K,
+            },
+            values,
+            "write_frame(1, 1, SIG, dumps('Bssbb', {ARGS}), {MSG})\n_r = sink[0]",
             "Channel.basic_publish's send_method: dumps('Bssbb', args) + "
             "method_framing.frame_writer(1, channel, sig, args, Message) -> "
             "memoryview handed to transport.write",
+            MSG=f"Message(BODY, {_kwargs(values, 'P_', {'headers': 'application_headers'})})",
+            ARGS="(0, M_exchange, M_routing_key, False, False)",
         )
 
     def norm_frame(self, f: Any) -> tuple[Any, ...]:
@@ -762,12 +762,6 @@ class PyAmqp:
         if frame_type == 8:
             return ("heartbeat", 0)
         raise TypeError(f)
-
-    def norm_table(self, t: Any) -> Any:
-        return norm.value(t)
-
-    def encoded(self, r: Any) -> bytes:
-        return bytes(r)
 
 
 def all_peers() -> list[Any]:

@@ -20,7 +20,7 @@ def profile(bench: Bench, seconds_hint: float, per_op: float, top: int = 14) -> 
     loop = f"for _i in range({n}):\n" + textwrap.indent(bench.stmt, "    ")
     prof = cProfile.Profile()
     ns = dict(bench.ns)
-    prof.runctx(compile(loop, "<bench>", "exec"), ns, ns)
+    prof.runctx(loop, ns, ns)
     buf = io.StringIO()
     stats = pstats.Stats(prof, stream=buf)
     stats.strip_dirs().sort_stats("tottime").print_stats(top)

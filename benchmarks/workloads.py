@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import amqp_codec as ac
 from amqp_codec import NEED_DATA, FrameDecoder, v0_9_1
 from amqp_codec.table import decode_table
 
@@ -59,9 +60,9 @@ def _publish_expected() -> list[Any]:
     props = v0_9_1.BasicProperties(**fx.PUBLISH_PROPERTIES_VALUES)
     return _frames(
         [
-            fx.MethodFrame(fx.CHANNEL, method),
-            fx.ContentHeaderFrame(fx.CHANNEL, 60, len(fx.BODY_1K), props),
-            fx.ContentBodyFrame(fx.CHANNEL, fx.BODY_1K),
+            ac.MethodFrame(fx.CHANNEL, method),
+            ac.ContentHeaderFrame(fx.CHANNEL, 60, len(fx.BODY_1K), props),
+            ac.ContentBodyFrame(fx.CHANNEL, fx.BODY_1K),
         ]
     )
 
