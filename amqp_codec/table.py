@@ -81,6 +81,9 @@ _INTEGER_TAGS: dict[str, tuple[str, int, int]] = {
 _ALL_TAGS = frozenset("tbBUusIiLlfdDSxATFV")
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 _EPOCH_NAIVE = _dt.datetime(1970, 1, 1)
+# Decimals are scaled in this context: enough precision that scaleb never rounds, whatever
+# the caller's decimal context says.
+_EXACT = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN)
 
 
 class Timestamp(int):
@@ -430,7 +433,7 @@ def _decode_entries(
                 if o + 5 > end:
                     raise _cut_off("value of tag 'D'")
                 scale, mantissa = _unpack_D(buf, o)
-                append((key, "D", Decimal(f"{mantissa}E-{scale}")))  # exact, context-free
+                append((key, "D", Decimal(mantissa).scaleb(-scale, _EXACT)))
                 o += 5
             elif tag == 102:  # f
                 if o + 4 > end:
@@ -786,6 +789,4 @@ def _encode_decimal(value: Any) -> bytes:
     return _pack_decimal(scale, mantissa)
 
 
-# Enough precision that scaleb never rounds, whatever the caller's decimal context says.
-_EXACT = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN)
 _pack_decimal = struct.Struct(">Bi").pack
