@@ -24,8 +24,7 @@ TARGETS = [
 
 def generate(spec: Path, overlay: Path | None, out: Path, check: bool) -> list[str]:
     """Write the package for ``spec`` into ``out``; return the files that differ (or changed)."""
-    package = ".".join(out.resolve().relative_to(out.resolve().parent.parent).parts)
-    files = render(load(spec, overlay, package))
+    files = render(load(spec, overlay))
     stale = []
     for name, text in files.items():
         path = out / name

@@ -215,7 +215,7 @@ def _assert_text(el: _Element) -> str:
     return " ".join(f"{k}={v}" for k, v in el.attrib.items() if k != "_source")
 
 
-def load(spec_path: Path, overlay_path: Path | None, package: str) -> Spec:
+def load(spec_path: Path, overlay_path: Path | None = None) -> Spec:
     """Parse ``spec_path`` (plus ``overlay_path``) into a validated :class:`Spec`."""
     parser = etree.XMLParser(remove_blank_text=False, resolve_entities=False, no_network=True)
     try:
@@ -309,12 +309,15 @@ def load(spec_path: Path, overlay_path: Path | None, package: str) -> Spec:
         )
 
     classes.sort(key=lambda c: c.index)
+    names = {m.full_name for c in classes for m in c.methods}
+    for required in ("connection.close", "channel.close"):  # the frame decoder's error replies
+        if required not in names:
+            raise _fail(root, f"the spec has no {required} method")
     spec = Spec(
         source_name=spec_path.name,
         source_sha256=hashlib.sha256(spec_path.read_bytes()).hexdigest(),
         overlay_name=overlay_path.name if overlay_path else None,
         overlay_sha256=overlay_sha,
-        package=package,
         major=major,
         minor=minor,
         revision=revision,

@@ -199,7 +199,6 @@ class Spec:
     source_sha256: str
     overlay_name: str | None
     overlay_sha256: str | None
-    package: str
     major: int
     minor: int
     revision: int

@@ -20,7 +20,7 @@ OVERLAY = ROOT / "specs" / "amqp0-9-1.rabbitmq-overlay.xml"
 
 @pytest.fixture(scope="module")
 def model():  # type: ignore[no-untyped-def]
-    return load(SPEC, OVERLAY, "amqp_codec.v0_9_1")
+    return load(SPEC, OVERLAY)
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:
@@ -142,7 +142,7 @@ def test_more_than_eight_bits_start_a_new_octet() -> None:
 
 def test_output_is_deterministic_and_headed(model) -> None:  # type: ignore[no-untyped-def]
     first = render(model)
-    second = render(load(SPEC, OVERLAY, "amqp_codec.v0_9_1"))
+    second = render(load(SPEC, OVERLAY))
     assert first == second
     for text in first.values():
         lines = text.splitlines()
@@ -167,43 +167,35 @@ def test_check_detects_stale_output(tmp_path: Path) -> None:
 
 def test_users_own_spec_generates_a_working_package(tmp_path: Path) -> None:
     spec = write(tmp_path, "mini.xml", MINI_SPEC)
-    out = tmp_path / "userpkg" / "mini"
     (tmp_path / "userpkg").mkdir()
     (tmp_path / "userpkg" / "__init__.py").write_text("", encoding="utf-8")
-    assert main(["--spec", str(spec), "--out", str(out)]) == 0
-    # The generated code imports the runtime relatively (..base); mount it inside amqp_codec.
+    assert main(["--spec", str(spec), "--out", str(tmp_path / "userpkg" / "mini")]) == 0
     sys.path.insert(0, str(tmp_path))
     try:
-        target = ROOT / "amqp_codec" / "_test_generated_mini"
-        target.mkdir()
-        try:
-            for path in out.iterdir():
-                (target / path.name).write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
-            pkg = importlib.import_module("amqp_codec._test_generated_mini")
-            spin = pkg.Widget.Spin(fast=False, loud=True, name="x", args={"k": 1})
-            payload = spin.encode()
-            assert payload == (
-                b"\x00\x63\x00\x0a"
-                + b"\x00\x00"
-                + b"\x02"
-                + b"\x01x"
-                + b"\x00\x00\x00\x07"
-                + b"\x01kI\x00\x00\x00\x01"
-            )
-            from amqp_codec import decode_method
+        pkg = importlib.import_module("userpkg.mini")
+        spin = pkg.Widget.Spin(fast=False, loud=True, name="x", args={"k": 1})
+        payload = spin.encode()
+        assert payload == (
+            b"\x00\x63\x00\x0a"
+            + b"\x00\x00"
+            + b"\x02"
+            + b"\x01x"
+            + b"\x00\x00\x00\x07"
+            + b"\x01kI\x00\x00\x00\x01"
+        )
+        from amqp_codec import FrameDecoder, MethodFrame, decode_method, encode_frame
 
-            assert decode_method(payload, pkg) == spin
-            props = pkg.WidgetProperties(colour="red")
-            assert props.encode() == b"\x80\x00\x03red"
-        finally:
-            for path in target.iterdir():
-                path.unlink()
-            target.rmdir()
-            for name in list(sys.modules):
-                if name.startswith("amqp_codec._test_generated_mini"):
-                    del sys.modules[name]
+        assert decode_method(payload, pkg) == spin
+        assert pkg.WidgetProperties(colour="red").encode() == b"\x80\x00\x03red"
+        decoder = FrameDecoder(pkg)
+        decoder.receive_data(encode_frame(MethodFrame(1, spin)))
+        frame = decoder.next_frame()
+        assert isinstance(frame, MethodFrame) and frame.method == spin
     finally:
         sys.path.remove(str(tmp_path))
+        for name in list(sys.modules):
+            if name.startswith("userpkg"):
+                del sys.modules[name]
 
 
 @pytest.mark.parametrize(
@@ -234,7 +226,7 @@ def test_model_problems_name_file_and_line(
     assert change[0] in text
     spec = write(tmp_path, "broken.xml", text.replace(change[0], change[1]))
     with pytest.raises(ModelError, match=message) as info:
-        load(spec, None, "x")
+        load(spec)
     lines = spec.read_text(encoding="utf-8").splitlines()
     culprit = change[1].splitlines()[0].strip()
     expected = next(i for i, line in enumerate(lines, 1) if culprit in line)
@@ -255,7 +247,7 @@ def test_overlay_problems_name_the_overlay(tmp_path: Path) -> None:
         """,
     )
     with pytest.raises(ModelError, match=r"^fix.xml:2: patch names unknown field"):
-        load(spec, overlay, "x")
+        load(spec, overlay)
 
 
 def test_cli_reports_model_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -269,3 +261,14 @@ def test_every_target_exists() -> None:
         assert (ROOT / spec).is_file()
         assert overlay is None or (ROOT / overlay).is_file()
         assert (ROOT / out / "__init__.py").is_file()
+
+
+def test_spec_without_close_methods_is_rejected(tmp_path: Path) -> None:
+    text = (
+        textwrap.dedent(MINI_SPEC)
+        .lstrip()
+        .replace('<method name="close" index="40"', '<method name="shut" index="40"')
+    )
+    spec = write(tmp_path, "noclose.xml", text)
+    with pytest.raises(ModelError, match=r"^noclose.xml:2: the spec has no channel.close method"):
+        load(spec)

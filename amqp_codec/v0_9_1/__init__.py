@@ -10,7 +10,7 @@ Methods are dataclasses in one namespace per AMQP class (``Basic.Publish``); pro
 
 from __future__ import annotations
 
-from ..protocol import ProtocolSpec
+from amqp_codec.protocol import ProtocolSpec
 from . import constants
 from .decoders import METHOD_DECODERS, PROPERTY_DECODERS
 from .methods import METHODS, Connection, Channel, Access, Exchange, Queue, Basic, Confirm, Tx

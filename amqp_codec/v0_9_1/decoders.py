@@ -15,9 +15,9 @@ from collections.abc import Callable
 from struct import Struct
 from typing import Any
 
-from ..base import Method, Properties
-from ..errors import FrameSyntaxError
-from ..table import Timestamp, decode_table
+from amqp_codec.base import Method, Properties
+from amqp_codec.errors import FrameSyntaxError
+from amqp_codec.table import Timestamp, decode_table
 from .methods import Connection, Channel, Access, Exchange, Queue, Basic, Confirm, Tx
 from .properties import BasicProperties
 

@@ -17,10 +17,10 @@ from struct import Struct
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from ..base import FieldSpec, Method, slot_setters
-from ..encoding import OCTETS, encode_failure
-from ..errors import AMQPEncodeError
-from ..table import EMPTY_TABLE, FieldTable, encode_table
+from amqp_codec.base import FieldSpec, Method, slot_setters
+from amqp_codec.encoding import OCTETS, encode_failure
+from amqp_codec.errors import AMQPEncodeError
+from amqp_codec.table import EMPTY_TABLE, FieldTable, encode_table
 
 __all__ = [
     "Connection",
