@@ -309,9 +309,9 @@ def load(spec_path: Path, overlay_path: Path | None = None) -> Spec:
         )
 
     classes.sort(key=lambda c: c.index)
-    names = {m.full_name for c in classes for m in c.methods}
+    full_names = {m.full_name for c in classes for m in c.methods}
     for required in ("connection.close", "channel.close"):  # the frame decoder's error replies
-        if required not in names:
+        if required not in full_names:
             raise _fail(root, f"the spec has no {required} method")
     spec = Spec(
         source_name=spec_path.name,
