@@ -727,12 +727,19 @@ def _encode_void(value: Any) -> bytes:
 _encode_timestamp_int = _integer_encoder("T")
 
 
+_pack_tag_timestamp = struct.Struct(">BQ").pack
+
+
 def _encode_timestamp(value: Any) -> bytes:
-    if isinstance(value, _dt.datetime):
-        value = Timestamp.from_datetime(value)
-        if value < 0:
-            raise AMQPEncodeError("timestamps before 1970 do not fit an AMQP timestamp")
-    return _encode_timestamp_int(value)
+    if not isinstance(value, _dt.datetime):
+        return _encode_timestamp_int(value)
+    seconds = int(Timestamp.from_datetime(value))
+    if seconds < 0:
+        raise AMQPEncodeError("timestamps before 1970 do not fit an AMQP timestamp")
+    try:
+        return _pack_tag_timestamp(84, seconds)
+    except struct.error:  # unreachable for real datetimes (year 9999 fits): kept for safety
+        raise AMQPEncodeError(f"{value} does not fit an AMQP timestamp") from None
 
 
 _VALUE_ENCODERS: dict[str, Callable[[Any], bytes]] = {
@@ -775,14 +782,28 @@ def _encode_array(values: Any) -> bytes:
 def _encode_decimal(value: Any) -> bytes:
     if not isinstance(value, Decimal):
         raise AMQPEncodeError(f"tag 'D' takes a decimal.Decimal, not {type(value).__name__}")
-    if not value.is_finite():
+    # str() of a Decimal is exact; without an exponent it is digits with an optional point,
+    # which is the quickest way to the scale and the digits (as_tuple() costs five times more).
+    text = str(value)
+    if len(text) > 258:  # more than a sign, "0." and 255 digits: no AMQP decimal is this long
+        raise AMQPEncodeError(
+            f"{text[:20]}... does not fit an AMQP decimal (scale 0..255, signed 32-bit digits)"
+        )
+    if "E" not in text and "N" not in text and "I" not in text:  # not 1E+2, NaN, Infinity
+        point = text.find(".")
+        if point < 0:
+            scale, mantissa = 0, int(text)
+        else:
+            scale, mantissa = len(text) - point - 1, int(text[:point] + text[point + 1 :])
+    elif not value.is_finite():
         raise AMQPEncodeError(f"{value} cannot be an AMQP decimal")
-    exponent = cast(int, value.as_tuple().exponent)  # an int for every finite Decimal
-    scale = max(-exponent, 0)  # 1E+2 is written exactly as 100 with scale 0
-    # adjusted() >= 10 means |value| >= 1e10: too big, and not worth building the int.
-    too_big = bool(value) and value.adjusted() >= 10
-    mantissa = 0 if too_big or scale > 255 else int(value.scaleb(scale, _EXACT))
-    if too_big or scale > 255 or not -(2**31) <= mantissa < 2**31:
+    else:
+        exponent = cast(int, value.as_tuple().exponent)  # an int for every finite Decimal
+        scale = max(-exponent, 0)  # 1E+2 is written exactly as 100 with scale 0
+        # adjusted() >= 10 means |value| >= 1e10: too big, and not worth building the int.
+        too_big = bool(value) and value.adjusted() >= 10
+        mantissa = 2**31 if too_big or scale > 255 else int(value.scaleb(scale, _EXACT))
+    if scale > 255 or not -(2**31) <= mantissa < 2**31:
         raise AMQPEncodeError(
             f"{value} does not fit an AMQP decimal (scale 0..255, signed 32-bit digits)"
         )

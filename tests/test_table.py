@@ -578,3 +578,25 @@ def test_nan_payloads_roundtrip_byte_for_byte(tag, value_bytes):
     result = decode(raw)
     assert math.isnan(result["k"])
     assert encode_table(result) == raw
+
+
+@pytest.mark.parametrize(
+    "text", ["1" * 100_000, "1E+999999", "0." + "0" * 255 + "1", "-2147483649", "NaN", "-Infinity"]
+)
+def test_decimals_that_do_not_fit_raise_encode_errors(text: str) -> None:
+    with pytest.raises(AMQPEncodeError, match="decimal"):
+        encode_table({"d": Decimal(text)})
+
+
+@pytest.mark.parametrize(
+    ("text", "wire"),
+    [
+        ("0." + "0" * 254 + "1", b"\xff\x00\x00\x00\x01"),
+        ("-0.50", b"\x02\xff\xff\xff\xce"),
+        ("1E+2", b"\x00\x00\x00\x00\x64"),
+        ("0E+5", b"\x00\x00\x00\x00\x00"),
+        ("-2147483648", b"\x00\x80\x00\x00\x00"),
+    ],
+)
+def test_decimal_edge_encodings(text: str, wire: bytes) -> None:
+    assert encode_table({"d": Decimal(text)}) == b"\x00\x00\x00\x08\x01dD" + wire
