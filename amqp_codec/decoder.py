@@ -78,6 +78,9 @@ DEFAULT_MAX_FRAME_SIZE = 64 * 1024 * 1024
 DEFAULT_MAX_BODY_SIZE = 512 * 1024 * 1024
 
 _DIAGNOSABLE = (AMQPDecodeError, IndexError, struct.error, ValueError, OverflowError)
+# What sends a frame from the fast path to the checked one: the above, or no decoder for the
+# method on that channel (KeyError).
+_FAST_PATH_MISSES = (KeyError, *_DIAGNOSABLE)
 
 
 class NeedData(enum.Enum):
@@ -168,9 +171,10 @@ class FrameDecoder:
         self._started = False  # past the protocol header / first frame
         self._error: AMQPDecodeError | None = None
         self._fast = False  # next_frame's fast path is on once the version is known
-        self._method_decoders: Mapping[int, MethodDecoder] = {}
+        # The spec's method decoders split by the channels they may arrive on.
+        self._connection_decoders: dict[int, MethodDecoder] = {}
+        self._channel_decoders: dict[int, MethodDecoder] = {}
         self._property_decoders: Mapping[int, PropertiesDecoder] = {}
-        self._connection_class = -1
         self._eof = False
         self.max_frame_size = max_frame_size
         self.max_body_size = max_body_size
@@ -275,21 +279,19 @@ class FrameDecoder:
             end = pos + 7 + size
             if end < len(buf) and size <= self._limit and buf[end] == 206:
                 if frame_type == 1 and size >= 4:
-                    decode = self._method_decoders.get(index)
-                    if decode is not None and ((index >> 16) == self._connection_class) == (
-                        channel == 0
-                    ):
-                        try:
-                            method = decode(buf, pos + 11, end, self.max_table_depth)
-                        except _DIAGNOSABLE:
-                            pass
-                        else:
-                            twin = _new(_MethodFrameTwin)
-                            twin.channel = channel
-                            twin.method = method
-                            twin.__class__ = MethodFrame  # type: ignore[assignment]
-                            self._pos = end + 1
-                            return twin  # type: ignore[return-value]
+                    # Channel 0 carries the connection class and only it: one table each.
+                    decoders = self._channel_decoders if channel else self._connection_decoders
+                    try:
+                        method = decoders[index](buf, pos + 11, end, self.max_table_depth)
+                    except _FAST_PATH_MISSES:
+                        pass
+                    else:
+                        twin = _new(_MethodFrameTwin)
+                        twin.channel = channel
+                        twin.method = method
+                        twin.__class__ = MethodFrame  # type: ignore[assignment]
+                        self._pos = end + 1
+                        return twin  # type: ignore[return-value]
                 elif frame_type == 3 and channel:
                     body = _new(_ContentBodyFrameTwin)
                     body.channel = channel
@@ -458,9 +460,18 @@ class FrameDecoder:
     def _enable_fast_path(self) -> None:
         spec = self._spec
         assert spec is not None
-        self._method_decoders = spec.method_decoders
+        connection = spec.connection_class_id
+        self._connection_decoders = {
+            index: decode
+            for index, decode in spec.method_decoders.items()
+            if index >> 16 == connection
+        }
+        self._channel_decoders = {
+            index: decode
+            for index, decode in spec.method_decoders.items()
+            if index >> 16 != connection
+        }
         self._property_decoders = spec.property_decoders
-        self._connection_class = spec.connection_class_id
         self._fast = self._error is None
 
     def _method_frame(self, buf: bytes, start: int, end: int, channel: int) -> MethodFrame:
