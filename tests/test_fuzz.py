@@ -35,7 +35,8 @@ def chunked(data: bytes, cuts: list[int]) -> list[bytes]:
 
 
 def run_decoder(data: bytes, cuts: list[int], **kwargs) -> tuple[int, AMQPDecodeError | None]:
-    """Feed ``data`` in chunks; return (frames decoded, error or None). Only decode errors pass."""
+    """Feed ``data`` in chunks; return (frames decoded, error or None). Only decode errors pass,
+    and every frame that decodes re-encodes to exactly the bytes it was decoded from."""
     decoder = FrameDecoder(**kwargs)
     assembler = MessageAssembler()
     frames = 0
@@ -44,9 +45,12 @@ def run_decoder(data: bytes, cuts: list[int], **kwargs) -> tuple[int, AMQPDecode
         for chunk in [*chunked(data, cuts), b""]:
             decoder.receive_data(chunk)
             for _ in range(limit + 1):
+                start = decoder.offset
                 frame = decoder.next_frame()
                 if frame is NEED_DATA:
                     break
+                # Whatever decodes, even from mangled input, re-encodes to exactly its bytes.
+                assert encode_frame(frame) == data[start : decoder.offset]
                 frames += 1
                 assert frames <= limit, "decoder produced more frames than the input can hold"
                 with contextlib.suppress(AMQPDecodeError):
