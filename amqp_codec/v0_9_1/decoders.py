@@ -46,7 +46,7 @@ _UNPACK_Q = Struct(">Q").unpack_from
 
 # A decoder fills a writable twin of the method class (same base, same slots) with plain
 # attribute stores, then gives the object its frozen class: a __class__ assignment between
-# layout-identical classes. That is a third of the cost of the frozen class's slot setters.
+# layout-identical classes. That costs half as much as the frozen class's slot setters.
 
 
 class _ConnectionStart(Method):
