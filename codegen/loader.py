@@ -299,7 +299,7 @@ def load(spec_path: Path, overlay_path: Path | None = None) -> Spec:
                     raise _fail(mel, f"{cname}.{method.name} names unknown response {rname!r}")
                 method.responses.append(names[rname])
         properties = [_field(f, domains) for f in _children(cel, "field")]
-        _check_unique_attrs(cel, properties)
+        _check_unique_attrs(cel, properties, properties=True)
         if len(properties) > 15:
             raise _fail(cel, "more than 15 content properties need a second flag word")
         for position, prop in enumerate(properties):
@@ -328,11 +328,27 @@ def load(spec_path: Path, overlay_path: Path | None = None) -> Spec:
     return spec
 
 
-def _check_unique_attrs(el: _Element, fields: list[Field]) -> None:
+# Local names of the generated encoders and decoders; a field of the same name would clash.
+_METHOD_LOCALS = frozenset({"self", "buf", "o", "end", "depth", "n", "m", "s"})
+_PROPERTY_LOCALS = _METHOD_LOCALS | {
+    "flags",
+    "present",
+    "properties",
+    "value",
+    "raw",
+    "parts",
+    "append",
+}
+
+
+def _check_unique_attrs(el: _Element, fields: list[Field], *, properties: bool = False) -> None:
     seen = set()
+    reserved = _PROPERTY_LOCALS if properties else _METHOD_LOCALS
     for f in fields:
         if f.attr in seen:
             raise _fail(el, f"two fields map to the Python name {f.attr!r}")
+        if f.attr in reserved or re.fullmatch(r"bits\d+", f.attr):
+            raise _fail(el, f"field {f.name!r} clashes with a name the generated code uses")
         seen.add(f.attr)
 
 

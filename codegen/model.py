@@ -259,10 +259,16 @@ class Step:
     octet: str = ""
     bits: list[tuple[str, int]] = field(default_factory=list)
     args: list[str] = field(default_factory=list)  # encode plans: the Python expression per name
+    octets: list[str] = field(default_factory=list)  # the names in a fixed step that are bit octets
 
     @property
     def size(self) -> int:
         return sum({"B": 1, "H": 2, "I": 4, "Q": 8}[c] for c in self.fmt)
+
+    @property
+    def is_bit_octet(self) -> bool:
+        """A fixed step that is one octet of packed bits (always 0..255, so no range check)."""
+        return len(self.names) == 1 and self.names == self.octets
 
     @property
     def used_mask(self) -> int:
@@ -301,6 +307,7 @@ def plan_fields(fields: list[Field], prefix: list[tuple[str, str]] | None = None
                 octets += 1
                 r = fixed_run()
                 r.names.append(octet)
+                r.octets.append(octet)
                 r.fmt += "B"
                 bits = Step("bits", octet=octet)
                 steps.append(bits)
@@ -329,7 +336,7 @@ def attach_encode_args(steps: list[Step], constants: dict[str, int]) -> None:
         for name in step.names:
             if name in constants:
                 step.args.append(str(constants[name]))
-            elif name in octets:
+            elif name in step.octets:
                 step.args.append(
                     " | ".join(f"(self.{attr} and {mask} or 0)" for attr, mask in octets[name].bits)
                 )

@@ -272,3 +272,13 @@ def test_spec_without_close_methods_is_rejected(tmp_path: Path) -> None:
     spec = write(tmp_path, "noclose.xml", text)
     with pytest.raises(ModelError, match=r"^noclose.xml:2: the spec has no channel.close method"):
         load(spec)
+
+
+@pytest.mark.parametrize("name", ["end", "buf", "bits0"])
+def test_field_names_that_clash_with_generated_locals_are_rejected(
+    tmp_path: Path, name: str
+) -> None:
+    text = textwrap.dedent(MINI_SPEC).lstrip().replace('name="fast"', f'name="{name}"')
+    spec = write(tmp_path, "clash.xml", text)
+    with pytest.raises(ModelError, match=f"field '{name}' clashes"):
+        load(spec)

@@ -12,9 +12,9 @@ defaults, or as the value a decoded method arrived with.
 from __future__ import annotations
 
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from struct import Struct
-from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from amqp_codec.base import FieldSpec, Method, slot_setters
