@@ -354,20 +354,21 @@ def _decode_entries(
             tag = buf[o]
             o += 1
             # Tags by how often they occur in real traffic; each checks its bounds first.
-            if tag == 83:  # S
+            if tag == 83 or tag == 120:  # S, x: a 32-bit size, then the bytes
                 if o + 4 > end:
-                    raise _cut_off("long string size")
+                    raise _cut_off("string size")
                 stop = o + 4 + _unpack_I(buf, o)[0]
                 if stop > end:
-                    raise FrameSyntaxError(
-                        f"long string of {stop - o - 4} bytes runs past its table"
-                    )
+                    raise FrameSyntaxError(f"string of {stop - o - 4} bytes runs past its table")
                 raw = buf[o + 4 : stop]
                 o = stop
-                try:
-                    append((key, "S", raw.decode()))
-                except UnicodeDecodeError:
-                    append((key, "S", raw))
+                if tag == 120:
+                    append((key, "x", raw))
+                else:
+                    try:
+                        append((key, "S", raw.decode()))
+                    except UnicodeDecodeError:
+                        append((key, "S", raw))
             elif tag == 73:  # I
                 if o + 4 > end:
                     raise _cut_off("value of tag 'I'")
@@ -414,16 +415,6 @@ def _decode_entries(
                 o += 8
             elif tag == 86:  # V
                 append((key, "V", None))
-            elif tag == 120:  # x
-                if o + 4 > end:
-                    raise _cut_off("byte array size")
-                stop = o + 4 + _unpack_I(buf, o)[0]
-                if stop > end:
-                    raise FrameSyntaxError(
-                        f"byte array of {stop - o - 4} bytes runs past its table"
-                    )
-                append((key, "x", buf[o + 4 : stop]))
-                o = stop
             elif tag == 100:  # d
                 if o + 8 > end:
                     raise _cut_off("value of tag 'd'")
