@@ -15,7 +15,7 @@ classes; this package holds the frame layer, field tables and errors they share.
 """
 
 # The generated protocol packages, so `amqp_codec.v0_9_1` works after `import amqp_codec`.
-from . import v0_9_1
+from . import v0_8, v0_9_1
 from .assembly import Message, MessageAssembler
 from .base import FieldSpec, Method, Properties
 from .decoder import (
@@ -89,5 +89,6 @@ __all__ = [
     "decode_method",
     "encode_frame",
     "encode_message",
+    "v0_8",
     "v0_9_1",
 ]

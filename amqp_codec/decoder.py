@@ -59,7 +59,8 @@ from .protocol import (
     spec_for_header,
     spec_for_start,
 )
-from .table import DEFAULT_MAX_TABLE_DEPTH
+from .table import DEFAULT_MAX_TABLE_DEPTH, check_table_tags
+from .wire010 import frames as wire010
 
 __all__ = [
     "DEFAULT_MAX_BODY_SIZE",
@@ -150,6 +151,10 @@ class FrameDecoder:
         max_frame_size: safety cap on any frame's payload when no frame_max applies.
         max_body_size: largest body size a content header may announce (406 beyond).
         max_table_depth: deepest field-table nesting accepted (502 beyond).
+        accept_extended_tags: a version whose spec defines a smaller set of field-table tags
+            (:attr:`ProtocolSpec.table_tags`; 0-8: S I D T F) refuses other tags with 502
+            unless this is true. Real 0-8 peers send the extended tags (RabbitMQ relays
+            headers from 0-9-1 publishers as they are), so a client talking to one sets it.
     """
 
     def __init__(
@@ -160,8 +165,11 @@ class FrameDecoder:
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         max_body_size: int = DEFAULT_MAX_BODY_SIZE,
         max_table_depth: int = DEFAULT_MAX_TABLE_DEPTH,
+        accept_extended_tags: bool = False,
     ) -> None:
         self._spec = _resolve_spec(spec)
+        self._accept_extended_tags = accept_extended_tags
+        self._allowed_tags: frozenset[str] | None = None  # set with the version
         self._buf = b""
         self._pos = 0  # next unread byte of _buf
         self._base = 0  # stream offset of _buf[0]
@@ -192,6 +200,18 @@ class FrameDecoder:
     def spec(self) -> ProtocolSpec | None:
         """The protocol version in use; ``None`` until detected."""
         return self._spec
+
+    @property
+    def accept_extended_tags(self) -> bool:
+        """Accept every field-table tag even where the version defines fewer (0-8); can be
+        changed at any time, e.g. once connection.start shows which broker it is."""
+        return self._accept_extended_tags
+
+    @accept_extended_tags.setter
+    def accept_extended_tags(self, value: bool) -> None:
+        self._accept_extended_tags = value
+        if self._started and self._spec is not None:
+            self._enable_fast_path()
 
     @property
     def frame_max(self) -> int:
@@ -283,6 +303,8 @@ class FrameDecoder:
                     decoders = self._channel_decoders if channel else self._connection_decoders
                     try:
                         method = decoders[index](buf, pos + 11, end, self.max_table_depth)
+                        if self._allowed_tags is not None:  # 0-8: a smaller tag set
+                            _check_tags(method, self._allowed_tags, 0)
                     except _FAST_PATH_MISSES:
                         pass
                     else:
@@ -305,6 +327,8 @@ class FrameDecoder:
                     if decode_properties is not None and body_size <= self.max_body_size:
                         try:
                             properties = decode_properties(buf, pos + 19, end, self.max_table_depth)
+                            if self._allowed_tags is not None:
+                                _check_tags(properties, self._allowed_tags, 0)
                         except _DIAGNOSABLE:
                             pass
                         else:
@@ -337,6 +361,8 @@ class FrameDecoder:
             buf, pos = self._buf, 0
         if not self._started:
             return self._start(buf, pos)
+        if self._spec is not None and self._spec.wire_format != "0-9":
+            return self._next_draft_frame()
         frame_type, channel, size = _unpack_frame_header(buf, pos)
         if size > self._limit:
             raise self._too_large(size, channel)
@@ -430,19 +456,24 @@ class FrameDecoder:
             self._enable_fast_path()
             return header
         if self._spec is None:
+            if buf[pos : pos + 2] == b"\x0f\x01" and len(buf) - pos < 16:  # 99-0's 12-byte header?
+                if not self._fill(16):
+                    return self._need_data()
+                buf, pos = self._buf, 0
+            draft_version = wire010.start_version(buf, pos)
             frame_type, _channel, size = _unpack_frame_header(buf, pos)
             if frame_type == FRAME_METHOD and size >= 6 and len(buf) - pos < 13:
                 if not self._fill(13):
                     return self._need_data()
                 buf, pos = self._buf, 0
-            if (
+            if draft_version is not None or (
                 frame_type == FRAME_METHOD
                 and size >= 6
                 and buf[pos + 7 : pos + 11] == b"\x00\x0a\x00\x0a"
             ):
                 # connection.start: version-major and version-minor are its first two octets.
-                major, minor = buf[pos + 11], buf[pos + 12]
-                self._spec = spec_for_start(major, minor)
+                major, minor = draft_version or (buf[pos + 11], buf[pos + 12])
+                self._spec = spec_for_start(major, minor, draft_version is not None)
                 if self._spec is None:
                     raise UnsupportedProtocolError(
                         f"connection.start offers AMQP {major}-{minor}, which this codec "
@@ -472,13 +503,48 @@ class FrameDecoder:
             if index >> 16 != connection
         }
         self._property_decoders = spec.property_decoders
+        self._allowed_tags = None if self.accept_extended_tags else spec.table_tags
         self._fast = self._error is None
+        self._fast &= spec.wire_format == "0-9"  # 99-0 frames take _next_draft_frame
+
+    def _next_draft_frame(self) -> Frame | Literal[NeedData.NEED_DATA]:
+        """The next frame of a 99-0 stream (12-byte frame header; see amqp_codec.wire010)."""
+        spec = self._spec
+        assert spec is not None
+        buf, pos = self._buf, self._pos
+        if len(buf) - pos < wire010.HEADER_SIZE:
+            if not self._fill(wire010.HEADER_SIZE):
+                return self._need_data()
+            buf, pos = self._buf, 0
+        channel = int.from_bytes(buf[pos + 6 : pos + 8], "big")
+        try:
+            size = wire010.frame_size(buf, pos)
+            if self._frame_max and size > self._frame_max:
+                raise FrameError(
+                    f"frame of {size} bytes exceeds the negotiated frame_max {self._frame_max}",
+                    offset=pos,
+                )
+            if len(buf) - pos <= size:
+                if not self._fill(size + 1):
+                    return self._need_data()
+                buf, pos = self._buf, 0
+            frame = wire010.decode_frame(spec, buf, pos, self.max_table_depth)
+        except AMQPDecodeError as exc:
+            raise self._relocate(exc.located(offset=pos), channel) from None
+        self._pos = pos + size + 1
+        if self._pos == len(buf):
+            self._base += self._pos
+            self._buf = b""
+            self._pos = 0
+        return frame
 
     def _method_frame(self, buf: bytes, start: int, end: int, channel: int) -> MethodFrame:
         spec = self._spec
         assert spec is not None  # set by _start before any frame is decoded
         try:
             method = _decode_method(spec, buf, start, end, self.max_table_depth)
+            if self._allowed_tags is not None:
+                _check_tags(method, self._allowed_tags, start)
         except AMQPDecodeError as exc:
             raise self._relocate(exc, channel) from None
         if (spec.connection_class_id == method.CLASS_ID) != (channel == 0):
@@ -533,6 +599,11 @@ class FrameDecoder:
                 error.offset = start
             error.class_id = class_id
             raise self._relocate(error, channel) from None
+        if self._allowed_tags is not None:
+            try:
+                _check_tags(properties, self._allowed_tags, start, class_id)
+            except AMQPDecodeError as exc:
+                raise self._relocate(exc, channel) from None
         return ContentHeaderFrame(channel, class_id, body_size, properties, weight)
 
     def _relocate(self, error: AMQPDecodeError, channel: int) -> AMQPDecodeError:
@@ -548,15 +619,46 @@ def decode_method(
     spec: ProtocolSpec | ModuleType | None = None,
     *,
     max_table_depth: int = DEFAULT_MAX_TABLE_DEPTH,
+    accept_extended_tags: bool = False,
 ) -> Method:
     """Decode one method frame payload (class id, method id, arguments) on its own.
 
-    Error offsets are positions in ``payload``.
+    Error offsets are positions in ``payload``. ``accept_extended_tags`` as for
+    :class:`FrameDecoder`.
     """
     data = bytes(payload)
-    return _decode_method(
-        _resolve_spec(spec) or default_spec(), data, 0, len(data), max_table_depth
-    )
+    resolved = _resolve_spec(spec) or default_spec()
+    method = _decode_method(resolved, data, 0, len(data), max_table_depth)
+    if resolved.table_tags is not None and not accept_extended_tags:
+        _check_tags(method, resolved.table_tags, 0)
+    return method
+
+
+# The table-valued fields of each method and properties class (see _check_tags).
+_TABLE_ATTRS: dict[type, tuple[str, ...]] = {}
+
+
+def _check_tags(
+    decoded: Method | Properties, allowed: frozenset[str], offset: int, class_id: int = 0
+) -> None:
+    """Refuse (502) a field-table value in ``decoded`` whose tag is not in ``allowed``."""
+    cls = type(decoded)
+    attrs = _TABLE_ATTRS.get(cls)
+    if attrs is None:  # once per generated class
+        attrs = _TABLE_ATTRS[cls] = tuple(s.attr for s in cls.FIELDS if s.wire_type == "table")
+    for attr in attrs:
+        value = getattr(decoded, attr)
+        if not value:
+            continue
+        try:
+            check_table_tags(value, allowed)
+        except AMQPDecodeError as exc:
+            exc.field = attr + (exc.field or "")
+            exc.offset = offset
+            if isinstance(decoded, Method):
+                raise exc.located(class_id=decoded.CLASS_ID, method_id=decoded.METHOD_ID) from None
+            exc.class_id = class_id
+            raise
 
 
 def _decode_method(spec: ProtocolSpec, buf: bytes, start: int, end: int, depth: int) -> Method:

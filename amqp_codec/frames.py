@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from .base import Method, Properties
 from .errors import AMQPEncodeError
+from .wire010.frames import DraftFrame, encode_draft_frame
 
 __all__ = [
     "FRAME_BODY",
@@ -103,7 +104,14 @@ class HeartbeatFrame:
     channel: int = 0
 
 
-Frame = ProtocolHeader | MethodFrame | ContentHeaderFrame | ContentBodyFrame | HeartbeatFrame
+Frame = (
+    ProtocolHeader
+    | MethodFrame
+    | ContentHeaderFrame
+    | ContentBodyFrame
+    | HeartbeatFrame
+    | DraftFrame  # 99-0 (amqp_codec.wire010)
+)
 
 
 def _frame(frame_type: int, channel: int, payload: bytes) -> bytes:
@@ -130,6 +138,8 @@ def encode_frame(frame: Frame) -> bytes:
             return b"AMQP" + frame.version_bytes
         except ValueError:
             raise AMQPEncodeError("protocol header octets must be 0..255") from None
+    if hasattr(frame, "flags"):  # the 99-0 frames, and only they, carry segment flags
+        return encode_draft_frame(frame)
     raise AMQPEncodeError(f"not a frame: {type(frame).__name__}")
 
 

@@ -21,6 +21,13 @@ F     nested field table          FieldTable
 V     void                        None
 ====  ==========================  ==================
 
+Tag sets are per protocol version: a version whose spec defines fewer tags says so in
+``ProtocolSpec.table_tags`` (AMQP 0-8: S I D T F, from its overlay), and
+:class:`~amqp_codec.FrameDecoder` then refuses any other tag with 502, through
+:func:`check_table_tags` after decoding, unless ``accept_extended_tags=True``. Encoding writes
+the tags the values carry: for a strict 0-8 peer use str, 32-bit int, Decimal, Timestamp and
+mappings only.
+
 A decoded table keeps key order, duplicate keys and every value's tag, so it re-encodes byte
 for byte; it still reads like a dict. Plain Python values are encoded the way RabbitMQ's own
 clients do (see :func:`tag_for`); :class:`Tagged` forces any tag.
@@ -44,6 +51,7 @@ __all__ = [
     "FieldTable",
     "Tagged",
     "Timestamp",
+    "check_table_tags",
     "decode_table",
     "encode_table",
     "tag_for",
@@ -468,6 +476,33 @@ class _Float32NaN(float):
 
     __slots__ = ("bits",)
     bits: bytes
+
+
+def check_table_tags(value: FieldTable | FieldArray, allowed: frozenset[str]) -> None:
+    """Raise :class:`FrameSyntaxError` (502) if a decoded table or array, at any depth, holds
+    a value whose wire tag is not in ``allowed``; ``field`` is the path to it.
+
+    Decoding accepts every tag the codec knows; a version with a smaller tag set (0-8 defines
+    only S I D T F) is enforced with this walk over the decoded entries, which keep their tags.
+    """
+    if isinstance(value, FieldArray):
+        entries = [("", tag, v) for tag, v in zip(value._tags, value._values, strict=True)]
+    else:
+        entries = value._entries
+    for i, (key, tag, v) in enumerate(entries):
+        if tag in allowed and tag != "F" and tag != "A":
+            continue  # the common case: a scalar of an allowed tag
+        try:
+            if tag not in allowed:
+                raise FrameSyntaxError(
+                    f"field-table value tag {tag!r} is not one of this protocol version's "
+                    f"tags ({' '.join(sorted(allowed))})"
+                )
+            check_table_tags(v, allowed)
+        except AMQPDecodeError as exc:
+            step = f"[{i}]" if isinstance(value, FieldArray) else _key_step(key)
+            exc.field = step + (exc.field or "")
+            raise
 
 
 # --------------------------------------------------------------------------------------------

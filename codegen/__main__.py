@@ -1,6 +1,7 @@
 """``python -m codegen``: write (or with ``--check``, verify) generated protocol packages.
 
-With no arguments every package in :data:`TARGETS` is regenerated. ``--spec FILE --out DIR``
+With no arguments every package in :data:`TARGETS` is regenerated, and
+``docs/protocol-versions.md`` compares their models. ``--spec FILE --out DIR``
 (plus an optional ``--overlay FILE``) generates one package from any spec XML.
 """
 
@@ -10,8 +11,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from .compare import render_versions
 from .loader import load
-from .model import ModelError
+from .model import ModelError, Spec
 from .render import render
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -19,12 +21,29 @@ ROOT = Path(__file__).resolve().parent.parent
 # (spec, overlay, output package directory), relative to the repository root.
 TARGETS = [
     ("specs/amqp0-9-1.extended.xml", "specs/amqp0-9-1.rabbitmq-overlay.xml", "amqp_codec/v0_9_1"),
+    ("specs/amqp0-8.xml", "specs/amqp0-8.rabbitmq-overlay.xml", "amqp_codec/v0_8"),
+    ("specs/amqp0-10-draft.xml", None, "amqp_codec/v0_10_draft"),
 ]
 
+# The comparison of every target's model (see compare.py), written with the packages.
+VERSIONS_DOC = ROOT / "docs" / "protocol-versions.md"
 
-def generate(spec: Path, overlay: Path | None, out: Path, check: bool) -> list[str]:
-    """Write the package for ``spec`` into ``out``; return the files that differ (or changed)."""
-    files = render(load(spec, overlay))
+
+def generate(
+    spec: Path, overlay: Path | None, out: Path, check: bool, models: list[Spec] | None = None
+) -> list[str]:
+    """Write the package for ``spec`` into ``out``; return the files that differ (or changed).
+
+    The loaded model is appended to ``models`` if given.
+    """
+    model = load(spec, overlay)
+    if models is not None:
+        models.append(model)
+    return write_files(render(model), out, check)
+
+
+def write_files(files: dict[str, str], out: Path, check: bool) -> list[str]:
+    """Write ``files`` (name → text) into ``out`` unless ``check``; return those that differ."""
     stale = []
     for name, text in files.items():
         path = out / name
@@ -54,7 +73,15 @@ def main(argv: list[str] | None = None) -> int:
     else:
         jobs = [(ROOT / s, ROOT / o if o else None, ROOT / d) for s, o, d in TARGETS]
     try:
-        stale = [p for spec, overlay, out in jobs for p in generate(spec, overlay, out, args.check)]
+        models: list[Spec] = []
+        stale = [
+            p
+            for spec, overlay, out in jobs
+            for p in generate(spec, overlay, out, args.check, models)
+        ]
+        if args.spec is None:  # the built-in targets: also the version comparison
+            doc = {VERSIONS_DOC.name: render_versions(models)}
+            stale += write_files(doc, VERSIONS_DOC.parent, args.check)
     except ModelError as exc:
         print(f"codegen: {exc}", file=sys.stderr)
         return 2

@@ -9,6 +9,20 @@ tree before the model is built, so the upstream file stays byte-identical:
   ``<field>`` children it holds;
 * ``<patch class="…" method="…" field="…" attribute="value" …/>`` sets attributes on one
   existing field (``method`` omitted: a content property). ``rename="x"`` renames it.
+* ``<table-tags value="SIDTF"/>`` names the field-table value tags the version defines
+  (without it: every tag the codec knows, see :mod:`amqp_codec.table`).
+
+The loader reads both XML dialects: 0-9-1's (hyphenated names, ``label`` attributes, rules
+as ``<rule name><doc>``) and 0-8's (names with spaces, labels as an element's leading text,
+``soft error`` classes, rules as ``<rule implement>`` text or ``<doc name="rule">``, and
+the root's ``major=8 minor=0`` meaning AMQP 0-8). Names are normalised to hyphens first, so
+the model, the generated ``NAME`` strings and overlays use one spelling for every version.
+
+The 0-10 draft's XML (root ``major=99 minor=0``) adds what its wire format needs: domains
+that are packed ``<struct>``s (size, pack and type attributes), methods with a ``<result>``
+struct (type code ``class index * 256 + type``), constants of class ``field-table-type``
+(the table value type codes with their ``width``/``lfwidth``) and the types uuid,
+rfc1982-long-set, long-struct, array and content. Its class-level fields are not encoded.
 
 Problems (duplicate index, unknown domain or type, bad overlay target) raise
 :class:`~codegen.model.ModelError` with the file and line of the offending element.
@@ -26,12 +40,15 @@ from lxml.etree import _Element
 
 from .model import (
     PRIMITIVES,
+    WIRE_0_9,
+    WIRE_0_10_DRAFT,
     AmqpClass,
     Constant,
     Field,
     Method,
     ModelError,
     Spec,
+    StructDef,
     attach_encode_args,
     plan_fields,
 )
@@ -54,16 +71,48 @@ def _children(el: _Element, tag: str) -> list[_Element]:
 
 
 def _doc_text(el: _Element) -> str:
-    """The element's untyped ``<doc>`` paragraphs, dedented, as plain text."""
+    """The element's untyped ``<doc>`` paragraphs, dedented, as plain text.
+
+    Grammars, scenarios and rules (0-9-1 ``type="…"``; 0-8 ``name="grammar|rule"`` or
+    ``test="…"``) are left out.
+    """
     paragraphs = []
     for doc in _children(el, "doc"):
-        if doc.get("type"):
+        if doc.get("type") or doc.get("name") or doc.get("test"):
             continue
         text = textwrap.dedent("".join(doc.itertext())).strip()
         text = re.sub(r"[ \t]+\n", "\n", text)
         if text:
             paragraphs.append(text)
     return "\n\n".join(paragraphs)
+
+
+def _label(el: _Element) -> str:
+    """The ``label`` attribute (0-9-1), or the element's leading text (0-8)."""
+    label = el.get("label")
+    if label is not None:
+        return str(label)
+    return " ".join((el.text or "").split())
+
+
+# Elements whose name (and the attributes that refer to other names) 0-8 spells with spaces.
+_NAMED = ("constant", "domain", "class", "method", "field", "response", "patch", "table-tags")
+_NAME_ATTRS = ("name", "domain", "type", "class", "method", "field", "rename")
+
+
+def normalise_names(root: _Element) -> None:
+    """Spell every name with hyphens (0-8's ``routing key`` → ``routing-key``), in place."""
+    for el in root.iter():
+        if isinstance(el.tag, str) and etree.QName(el).localname in _NAMED:
+            for attr in _NAME_ATTRS:
+                value = el.get(attr)
+                if value is not None and " " in value.strip():
+                    el.set(attr, "-".join(value.split()))
+
+
+# Root (major, minor) pairs that do not mean what they say: 0-8's XML (and its
+# connection.start) carries major=8 minor=0 for AMQP 0-8.
+_VERSION_ALIASES = {(8, 0): (0, 8)}
 
 
 def _int(el: _Element, attr: str) -> int:
@@ -135,6 +184,8 @@ def apply_overlay(root: _Element, overlay: _Element) -> None:
                     _add_or_replace(target, child)
         elif tag == "patch":
             _apply_patch(root, el)
+        elif tag == "table-tags":
+            _add_or_replace(root, el)
         elif tag != "doc":
             raise _fail(el, f"unknown overlay element <{tag}>")
 
@@ -192,7 +243,7 @@ def _field(el: _Element, domains: dict[str, tuple[str, list[str]]]) -> Field:
         name=name,
         wire_type=wire_type,
         domain=domain,
-        label=el.get("label", ""),
+        label=_label(el),
         doc=_doc_text(el),
         default=_default(el, wire_type),
         reserved=reserved,
@@ -223,17 +274,26 @@ def load(spec_path: Path, overlay_path: Path | None = None) -> Spec:
     except etree.XMLSyntaxError as exc:
         raise ModelError(f"{spec_path.name}:{exc.lineno}: {exc.msg}") from None
     root = tree.getroot()
+    normalise_names(root)
     overlay_sha = None
     if overlay_path is not None:
         try:
             overlay = etree.parse(str(overlay_path), parser).getroot()
         except etree.XMLSyntaxError as exc:
             raise ModelError(f"{overlay_path.name}:{exc.lineno}: {exc.msg}") from None
+        normalise_names(overlay)
         apply_overlay(root, overlay)
         overlay_sha = hashlib.sha256(overlay_path.read_bytes()).hexdigest()
 
-    major, minor = _int(root, "major"), _int(root, "minor")
+    major, minor = _VERSION_ALIASES.get(
+        (_int(root, "major"), _int(root, "minor")), (_int(root, "major"), _int(root, "minor"))
+    )
     revision = int(root.get("revision", "0"))
+    table_tags = None
+    for el in _children(root, "table-tags"):
+        table_tags = el.get("value", "")
+        if not table_tags or len(set(table_tags)) != len(table_tags):
+            raise _fail(el, f"table-tags value {table_tags!r} is not a list of distinct tags")
 
     constants = []
     seen_constants: dict[str, _Element] = {}
@@ -243,13 +303,21 @@ def load(spec_path: Path, overlay_path: Path | None = None) -> Spec:
             raise _fail(el, f"duplicate constant {name!r}")
         seen_constants[name] = el
         error_class = el.get("class")
+        if error_class == "field-table-type":  # 99-0: a field-table value type code
+            constants.append(_table_type(el, name))
+            continue
         if error_class not in (None, "soft-error", "hard-error"):
             raise _fail(el, f"constant {name!r} has unknown class {error_class!r}")
         constants.append(Constant(name, _int(el, "value"), error_class, _doc_text(el)))
 
+    wire_format = _WIRE_FORMATS.get((major, minor), WIRE_0_9)
     domains: dict[str, tuple[str, list[str]]] = {t: (t, []) for t in PRIMITIVES}
+    struct_domains: dict[str, _Element] = {}
     for el in _children(root, "domain"):
         name, base = el.get("name", ""), el.get("type", "")
+        if not base and _children(el, "struct"):  # 99-0: the domain is a packed struct
+            struct_domains[name] = _children(el, "struct")[0]
+            base = "struct"
         if base not in PRIMITIVES:
             raise _fail(el, f"domain {name!r} has unknown type {base!r}")
         domains[name] = (base, [_assert_text(a) for a in _children(el, "assert")])
@@ -274,6 +342,11 @@ def load(spec_path: Path, overlay_path: Path | None = None) -> Spec:
             method_ids[mindex] = mname
             fields = [_field(f, domains) for f in _children(mel, "field")]
             _check_unique_attrs(mel, fields)
+            for f in fields:
+                if f.wire_type == "struct":
+                    raise _fail(
+                        mel, f"field {f.name!r}: struct-typed method fields are unsupported"
+                    )
             # A <chassis> names a peer that implements (receives) the method; the other sends.
             receivers = {c.get("name") for c in _children(mel, "chassis")}
             sent_by = sorted({"client", "server"} - receivers) or ["client", "server"]
@@ -285,11 +358,12 @@ def load(spec_path: Path, overlay_path: Path | None = None) -> Spec:
                     content=_flag(mel, "content"),
                     response_names=[r.get("name", "") for r in _children(mel, "response")],
                     sent_by=sent_by,
-                    label=mel.get("label", ""),
+                    label=_label(mel),
                     doc=_doc_text(mel),
                     fields=fields,
                     class_name=cname,
                     class_index=cindex,
+                    result=_result(mel, cname, cindex, domains),
                 )
             )
         names = {m.name: m for m in methods}
@@ -298,19 +372,20 @@ def load(spec_path: Path, overlay_path: Path | None = None) -> Spec:
                 if rname not in names:
                     raise _fail(mel, f"{cname}.{method.name} names unknown response {rname!r}")
                 method.responses.append(names[rname])
-        properties = [_field(f, domains) for f in _children(cel, "field")]
+        # 99-0 sends message headers as structs: its class-level fields are never encoded.
+        field_els = _children(cel, "field") if wire_format == WIRE_0_9 else []
+        properties = [_field(f, domains) for f in field_els]
         _check_unique_attrs(cel, properties, properties=True)
         if len(properties) > 15:
             raise _fail(cel, "more than 15 content properties need a second flag word")
         for position, prop in enumerate(properties):
             prop.flag = 1 << (15 - position)
-        classes.append(
-            AmqpClass(cname, cindex, cel.get("label", ""), _doc_text(cel), methods, properties)
-        )
+        classes.append(AmqpClass(cname, cindex, _label(cel), _doc_text(cel), methods, properties))
 
     classes.sort(key=lambda c: c.index)
     full_names = {m.full_name for c in classes for m in c.methods}
-    for required in ("connection.close", "channel.close"):  # the frame decoder's error replies
+    closes = ("connection.close", "session.closed" if wire_format != WIRE_0_9 else "channel.close")
+    for required in closes:  # the frame decoder's error replies
         if required not in full_names:
             raise _fail(root, f"the spec has no {required} method")
     spec = Spec(
@@ -323,7 +398,10 @@ def load(spec_path: Path, overlay_path: Path | None = None) -> Spec:
         revision=revision,
         constants=constants,
         classes=classes,
+        table_tags=table_tags,
+        wire_format=wire_format,
     )
+    _structs(spec, struct_domains, domains)
     _plan(spec)
     return spec
 
@@ -359,7 +437,8 @@ def _plan(spec: Spec) -> None:
         for method in cls.methods:
             method.decode_plan = plan_fields(method.fields)
             method.encode_plan = plan_fields(
-                method.fields, prefix=[("CLASS_ID", "H"), ("METHOD_ID", "H")]
+                method.fields,
+                prefix=[("CLASS_ID", spec.method_id_code), ("METHOD_ID", spec.method_id_code)],
             )
             attach_encode_args(
                 method.encode_plan, {"CLASS_ID": cls.index, "METHOD_ID": method.index}
@@ -368,3 +447,102 @@ def _plan(spec: Spec) -> None:
                 if step.kind == "fixed":
                     formats.add(step.fmt)
     spec.struct_formats = sorted(formats)
+
+
+# --------------------------------------------------------------------------------------------
+# 99-0: packed structs and field-table type codes
+# --------------------------------------------------------------------------------------------
+
+# Root (major, minor) → wire format, where it is not 0-9's.
+_WIRE_FORMATS = {(99, 0): WIRE_0_10_DRAFT}
+_WIDTHS = {"octet": 1, "short": 2, "long": 4}
+# Locals of the generated struct codecs; a field of the same name would clash.
+_STRUCT_LOCALS = _PROPERTY_LOCALS | {"cls", "flags"}
+
+
+def _table_type(el: _Element, name: str) -> Constant:
+    """A ``field-table-type`` constant: one type code, its width or length-prefix width."""
+    width, lfwidth = el.get("width"), el.get("lfwidth")
+    if (width is None) == (lfwidth is None):
+        raise _fail(el, f"field-table type {name!r} needs exactly one of width and lfwidth")
+    return Constant(
+        name,
+        _int(el, "value"),
+        None,
+        _doc_text(el),
+        category="field-table-type",
+        width=_int(el, "width") if width is not None else 0,
+        lfwidth=_int(el, "lfwidth") if lfwidth is not None else 0,
+        datatype=el.get("datatype", "binary"),
+    )
+
+
+def _struct_def(
+    el: _Element, name: str, label: str, doc: str, domains: dict[str, tuple[str, list[str]]]
+) -> StructDef:
+    """A ``<struct>``: its size, packing and type attributes and its fields."""
+    for attr in ("size", "pack"):
+        if el.get(attr) is not None and el.get(attr) not in _WIDTHS:
+            raise _fail(el, f"struct {name!r} has {attr}={el.get(attr)!r}")
+    fields = [_field(f, domains) for f in _children(el, "field")]
+    _check_unique_attrs(el, fields, properties=True)
+    for f in fields:
+        if f.attr in _STRUCT_LOCALS:
+            raise _fail(el, f"field {f.name!r} clashes with a name the generated code uses")
+    pack = _WIDTHS[el.get("pack", "short")]  # absent pack means short in every implementation
+    if len(fields) > 8 * pack:
+        raise _fail(el, f"struct {name!r} has more fields than {8 * pack} packing flags")
+    return StructDef(
+        name=name,
+        label=label,
+        doc=doc,
+        size_width=_WIDTHS.get(el.get("size", ""), 0),
+        pack_width=pack,
+        type_code=_int(el, "type") if el.get("type") is not None else None,
+        fields=fields,
+    )
+
+
+def _result(
+    mel: _Element, cname: str, cindex: int, domains: dict[str, tuple[str, list[str]]]
+) -> StructDef | None:
+    """A method's ``<result>`` struct; its type code is ``class index * 256 + type``."""
+    results = _children(mel, "result")
+    if not results:
+        return None
+    structs = _children(results[0], "struct")
+    if not structs:
+        raise _fail(results[0], "<result> without a <struct>")
+    name = f"{cname}.{mel.get('name', '')}-result"
+    label = f"the result of {cname}.{mel.get('name', '')}, carried by execution.result"
+    result = _struct_def(structs[0], name, label, "", domains)
+    if result.type_code is None:
+        raise _fail(structs[0], f"{name} has no type code")
+    result.type_code += cindex * 256
+    return result
+
+
+def _structs(
+    spec: Spec, struct_domains: dict[str, _Element], domains: dict[str, tuple[str, list[str]]]
+) -> None:
+    """Build the struct domains, link struct-typed fields and check type codes are unique."""
+    by_name: dict[str, StructDef] = {}
+    for name, el in struct_domains.items():
+        parent = el.getparent()
+        assert parent is not None
+        by_name[name] = _struct_def(el, name, _label(parent), _doc_text(parent), domains)
+    structs = list(by_name.values()) + [m.result for m in spec.methods if m.result]
+    codes: dict[int, str] = {}
+    for struct in structs:
+        if struct.type_code is not None and struct.is_long:
+            if struct.type_code in codes:
+                raise ModelError(
+                    f"{spec.source_name}: {struct.name} reuses type code {struct.type_code} "
+                    f"of {codes[struct.type_code]}"
+                )
+            codes[struct.type_code] = struct.name
+        for f in struct.fields:
+            if f.wire_type == "struct":
+                f.struct = by_name[f.domain]
+    spec.structs = structs
+    spec.header_structs = [s for s in by_name.values() if s.is_long]

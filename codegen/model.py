@@ -3,6 +3,11 @@
 Everything the templates need is computed here, once: Python names, resolved wire types,
 defaults as Python literals, response classes, which peer sends each method, and the wire
 plan (how fixed-size fields are grouped into struct calls and bits into octets).
+
+One model serves every version: where wire formats differ (0-9's 7-byte frames and short
+method ids; the 0-10 draft's octet ids, packed structs and own field tables), the model says
+so (:attr:`Spec.wire_format` and the properties that follow from it) and the shared templates
+print small conditional sections from it.
 """
 
 from __future__ import annotations
@@ -22,6 +27,24 @@ PRIMITIVES: dict[str, str | None] = {
     "shortstr": None,
     "longstr": None,
     "table": None,
+    # AMQP 0-10 draft (99-0) types; encoded by amqp_codec.wire010 (see CODEC_TYPES).
+    "uuid": None,
+    "rfc1982-long-set": None,
+    "long-struct": None,
+    "array": None,
+    "content": None,
+    "struct": None,  # a field whose domain is a <struct>
+}
+
+# Wire types encoded by runtime functions ``encode_<codec>``/``decode_<codec>``.
+CODEC_TYPES = frozenset({"uuid", "rfc1982-long-set", "long-struct", "array", "content"})
+# Default values of those types, as Python literals the generated code imports.
+CODEC_DEFAULTS = {
+    "uuid": "NIL_UUID",
+    "rfc1982-long-set": "()",
+    "long-struct": "None",
+    "array": "EMPTY_ARRAY",
+    "content": "EMPTY_CONTENT",
 }
 
 PY_TYPES = {
@@ -34,7 +57,16 @@ PY_TYPES = {
     "shortstr": "str",
     "longstr": "bytes",
     "table": "Mapping[str, Any]",
+    "uuid": "UUID",
+    "rfc1982-long-set": "RangeSet",
+    "long-struct": "PackedStruct | None",
+    "array": "Array",
+    "content": "Content",
 }
+
+# The wire formats the model knows: how frames, method ids and content headers are laid out.
+WIRE_0_9 = "0-9"  # 0-8 and 0-9-1: 7-byte frame header, short class and method ids
+WIRE_0_10_DRAFT = "0-10-draft"  # 99-0: 12-byte frame header, octet ids, packed structs
 
 
 class ModelError(Exception):
@@ -73,6 +105,10 @@ class Constant:
     error_class: str | None  # "soft-error", "hard-error" or None
     doc: str
     const: str = ""
+    category: str = ""  # 99-0: "field-table-type" for the table type codes
+    width: int = 0  # field-table-type: fixed value width in octets
+    lfwidth: int = 0  # field-table-type: length-prefix width (variable-length values)
+    datatype: str = ""  # field-table-type: the spec's datatype ("signed-integer", ...)
 
     def __post_init__(self) -> None:
         self.const = const_name(self.name)
@@ -90,13 +126,21 @@ class Field:
     asserts: list[str]
     attr: str = ""
     flag: int = 0  # property flag bit (content properties only)
+    struct: StructDef | None = None  # the struct of a struct-typed field
 
     def __post_init__(self) -> None:
         self.attr = py_attr(self.name)
 
     @property
     def py_type(self) -> str:
+        if self.struct is not None:
+            return self.struct.py_name
         return PY_TYPES[self.wire_type]
+
+    @property
+    def codec(self) -> str:
+        """``encode_<codec>``/``decode_<codec>`` of a runtime-encoded type; "" otherwise."""
+        return self.wire_type.replace("-", "_") if self.wire_type in CODEC_TYPES else ""
 
     @property
     def code(self) -> str | None:
@@ -113,6 +157,10 @@ class Field:
 
     @property
     def default_literal(self) -> str:
+        if self.wire_type in CODEC_DEFAULTS:
+            return CODEC_DEFAULTS[self.wire_type]
+        if self.wire_type == "struct":
+            return "None"
         if self.wire_type == "table":
             return "EMPTY_TABLE"
         if self.wire_type == "timestamp":
@@ -137,6 +185,7 @@ class Method:
     responses: list[Method] = field(default_factory=list)
     decode_plan: list[Step] = field(default_factory=list)
     encode_plan: list[Step] = field(default_factory=list)
+    result: StructDef | None = None  # 99-0: the struct an execution.result carries back
 
     def __post_init__(self) -> None:
         self.py_name = py_class(self.name)
@@ -194,6 +243,50 @@ class AmqpClass:
 
 
 @dataclass
+class StructDef:
+    """A 99-0 packed struct: a ``<struct>`` domain, or the ``<result>`` of a method.
+
+    Written as ``[size] [type code] packing-flags values``; field *i* owns bit *i mod 8* of
+    flag octet *i div 8* (:attr:`masks` reads the flags as one big-endian number).
+    """
+
+    name: str
+    label: str
+    doc: str
+    size_width: int  # 0 (no size), 1, 2 or 4
+    pack_width: int  # 1, 2 or 4
+    type_code: int | None
+    fields: list[Field]
+    py_name: str = ""
+
+    def __post_init__(self) -> None:
+        self.py_name = py_class(self.name.replace(".", "-"))
+
+    @property
+    def masks(self) -> list[int]:
+        """Each field's bit in the flags, read as a big-endian number of ``pack_width`` octets."""
+        return [1 << (8 * (self.pack_width - 1 - i // 8) + i % 8) for i in range(len(self.fields))]
+
+    @property
+    def unused_mask(self) -> int:
+        """Flag bits no field owns: set on the wire, they are an error."""
+        return ((1 << (8 * self.pack_width)) - 1) & ~sum(self.masks)
+
+    @property
+    def pack_code(self) -> str:
+        return {1: "B", 2: "H", 4: "I"}[self.pack_width]
+
+    @property
+    def is_long(self) -> bool:
+        """Typed with a long size: it can travel as a long-struct."""
+        return self.type_code is not None and self.size_width == 4
+
+    @property
+    def fixed_codes(self) -> list[str]:
+        return sorted({c for f in self.fields if (c := PRIMITIVES[f.wire_type])})
+
+
+@dataclass
 class Spec:
     source_name: str
     source_sha256: str
@@ -205,6 +298,12 @@ class Spec:
     constants: list[Constant]
     classes: list[AmqpClass]
     struct_formats: list[str] = field(default_factory=list)
+    wire_format: str = WIRE_0_9
+    structs: list[StructDef] = field(default_factory=list)
+    header_structs: list[StructDef] = field(default_factory=list)
+    """99-0: the structs a header segment carries (struct domains with a type code)."""
+    table_tags: str | None = None
+    """The field-table value tags the version defines; None: every tag the codec knows."""
 
     @property
     def version(self) -> str:
@@ -238,6 +337,75 @@ class Spec:
     def error_constants(self) -> list[Constant]:
         return [c for c in self.constants if c.error_class]
 
+    # -- what differs between wire formats -------------------------------------------------
+
+    @property
+    def method_id_code(self) -> str:
+        """Struct code of the class and method ids that open a method payload."""
+        return "B" if self.wire_format == WIRE_0_10_DRAFT else "H"
+
+    @property
+    def table_module(self) -> str:
+        """The runtime module holding the version's field-table codec."""
+        return "amqp_codec.wire010" if self.wire_format == WIRE_0_10_DRAFT else "amqp_codec.table"
+
+    @property
+    def channel_close(self) -> Method:
+        """The method that closes one channel (99-0: session.closed) on a soft error."""
+        name = "session.closed" if self.wire_format == WIRE_0_10_DRAFT else "channel.close"
+        return next(m for m in self.methods if m.full_name == name)
+
+    @property
+    def connection_close(self) -> Method:
+        return next(m for m in self.methods if m.full_name == "connection.close")
+
+    @property
+    def method_codecs(self) -> list[str]:
+        """Runtime codecs (``encode_<codec>``) the method fields use."""
+        return sorted({f.codec for m in self.methods for f in m.fields if f.codec})
+
+    @property
+    def method_runtime_names(self) -> list[str]:
+        """What methods.py imports from the runtime for those codecs: types, defaults, encoders."""
+        # 99-0's encode_failure checks values with its own table and value codecs.
+        names = {"encode_failure"} if self.wire_format == WIRE_0_10_DRAFT else set()
+        for codec in self.method_codecs:
+            wire = codec.replace("_", "-")
+            names.add(f"encode_{codec}")
+            names.update(re.findall(r"[A-Za-z_]\w*", PY_TYPES[wire] + " " + CODEC_DEFAULTS[wire]))
+        return sorted(names - {"None"})
+
+    @property
+    def field_table_types(self) -> list[Constant]:
+        """99-0: the field-table type codes (constants of class ``field-table-type``)."""
+        return [c for c in self.constants if c.category == "field-table-type"]
+
+    @property
+    def struct_runtime_names(self) -> list[str]:
+        """What structs.py imports from the runtime: the value codecs and types its fields use."""
+        names = {"PackedStruct", "encode_failure"}
+        for struct in self.structs:
+            for f in struct.fields:
+                if f.wire_type == "timestamp":
+                    names.add("Timestamp")
+                if f.wire_type in ("bit", "struct") or PRIMITIVES[f.wire_type]:
+                    continue
+                codec = f.wire_type.replace("-", "_")
+                names.update((f"encode_{codec}", f"decode_{codec}"))
+                type_names = re.findall(r"[A-Za-z_]\w*", f.py_type)
+                names.update(n for n in type_names if n not in ("None", "Mapping", "Any", "str"))
+                if f.wire_type == "table" or f.wire_type in CODEC_DEFAULTS:  # FIELDS defaults
+                    names.update(re.findall(r"[A-Z_][A-Z_]+", f.default_literal))
+        return sorted(names - {"bytes", "int"})
+
+    def renders(self, filename: str) -> bool:
+        """Whether the generated package has ``filename`` (structs only where the spec has them)."""
+        if filename == "structs.py":
+            return bool(self.structs)
+        if filename == "properties.py":
+            return bool(self.content_classes) or self.wire_format == WIRE_0_9
+        return True
+
 
 # --------------------------------------------------------------------------------------------
 # Wire plans: the straight-line steps a generated encoder or decoder performs.
@@ -250,7 +418,8 @@ class Step:
 
     kind "fixed": one struct call covering ``names`` (fields, or ``bitsN`` octets), ``fmt``
     without the ``>``; kind "bits": split octet ``octet`` into ``bits`` (attr, mask) pairs;
-    kind "shortstr", "longstr", "table", "timestamp": one variable-length field ``names[0]``.
+    kind "shortstr", "longstr", "table", "timestamp": one variable-length field ``names[0]``;
+    kind "call": field ``names[0]`` encoded by the runtime's ``encode_<codec>``/``decode_<codec>``.
     """
 
     kind: str
@@ -260,6 +429,7 @@ class Step:
     bits: list[tuple[str, int]] = field(default_factory=list)
     args: list[str] = field(default_factory=list)  # encode plans: the Python expression per name
     octets: list[str] = field(default_factory=list)  # the names in a fixed step that are bit octets
+    codec: str = ""  # kind "call": the runtime codec
 
     @property
     def size(self) -> int:
@@ -314,6 +484,10 @@ def plan_fields(fields: list[Field], prefix: list[tuple[str, str]] | None = None
             bits.bits.append((f.attr, 1 << len(bits.bits)))
             continue
         bits = None
+        if f.codec:
+            run = None
+            steps.append(Step("call", names=[f.attr], codec=f.codec))
+            continue
         fixed_code = PRIMITIVES[f.wire_type]
         if fixed_code is not None:
             r = fixed_run()

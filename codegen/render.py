@@ -23,6 +23,7 @@ FILES = [
     ("methods.py.j2", "methods.py"),
     ("properties.py.j2", "properties.py"),
     ("decoders.py.j2", "decoders.py"),
+    ("structs.py.j2", "structs.py"),
 ]
 
 LINE_LENGTH = 100
@@ -75,6 +76,8 @@ def render(spec: Spec) -> dict[str, str]:
     mode = black.Mode(line_length=LINE_LENGTH, target_versions={black.mode.TargetVersion.PY311})
     out = {}
     for template, name in FILES:
+        if not spec.renders(name):
+            continue
         source = env.get_template(template).render(spec=spec)
         try:
             out[name] = black.format_str(source, mode=mode)

@@ -385,36 +385,41 @@ def scalar_value(tag: str) -> st.SearchStrategy[Any]:
     raise AssertionError(tag)
 
 
-def scalar_tvs() -> st.SearchStrategy[TV]:
+def scalar_tvs(tags: str = ALL_TAGS) -> st.SearchStrategy[TV]:
     return st.one_of(
-        *[st.builds(TV, st.just(tag), scalar_value(tag), st.booleans()) for tag in SCALAR_TAGS]
+        *[
+            st.builds(TV, st.just(tag), scalar_value(tag), st.booleans())
+            for tag in SCALAR_TAGS
+            if tag in tags
+        ]
     )
 
 
-def tvs(max_leaves: int = 12) -> st.SearchStrategy[TV]:
-    """Any tagged value, nested tables and arrays included."""
-    return st.recursive(
-        scalar_tvs(),
-        lambda children: st.one_of(
-            st.builds(
-                TV,
-                st.just("F"),
-                st.lists(st.tuples(table_keys(), children), max_size=4).map(tuple),
-                st.booleans(),
-            ),
-            st.builds(TV, st.just("A"), st.lists(children, max_size=4).map(tuple), st.booleans()),
-        ),
-        max_leaves=max_leaves,
-    )
+def tvs(max_leaves: int = 12, tags: str = ALL_TAGS) -> st.SearchStrategy[TV]:
+    """Any tagged value using only ``tags``, nested tables and arrays included."""
+
+    def containers(children: st.SearchStrategy[TV]) -> st.SearchStrategy[TV]:
+        options = []
+        if "F" in tags:
+            entries = st.lists(st.tuples(table_keys(), children), max_size=4).map(tuple)
+            options.append(st.builds(TV, st.just("F"), entries, st.booleans()))
+        if "A" in tags:
+            items = st.lists(children, max_size=4).map(tuple)
+            options.append(st.builds(TV, st.just("A"), items, st.booleans()))
+        return st.one_of(*options)
+
+    return st.recursive(scalar_tvs(tags), containers, max_leaves=max_leaves)
 
 
-def table_models(max_size: int = 6, max_leaves: int = 12) -> st.SearchStrategy[tuple]:
-    """A field-table model: a tuple of (key, TV) entries."""
-    return st.lists(st.tuples(table_keys(), tvs(max_leaves)), max_size=max_size).map(tuple)
+def table_models(
+    max_size: int = 6, max_leaves: int = 12, tags: str = ALL_TAGS
+) -> st.SearchStrategy[tuple]:
+    """A field-table model: a tuple of (key, TV) entries, values tagged from ``tags``."""
+    return st.lists(st.tuples(table_keys(), tvs(max_leaves, tags)), max_size=max_size).map(tuple)
 
 
-def table_inputs() -> st.SearchStrategy[FieldTable]:
-    return table_models(max_size=4, max_leaves=6).map(build_table)
+def table_inputs(tags: str = ALL_TAGS) -> st.SearchStrategy[FieldTable]:
+    return table_models(max_size=4, max_leaves=6, tags=tags).map(build_table)
 
 
 #: A value strategy per AMQP wire type; every strategy below is derived from this map.
@@ -431,26 +436,42 @@ WIRE_STRATEGIES: dict[str, st.SearchStrategy[Any]] = {
 }
 
 
-def methods(cls: type) -> st.SearchStrategy[Any]:
+def spec_tags(spec: Any) -> str:
+    """The field-table tags a generated version's ``SPEC`` defines (all tags if it says none)."""
+    return ALL_TAGS if spec.table_tags is None else "".join(sorted(spec.table_tags))
+
+
+def wire_strategies(tags: str = ALL_TAGS) -> dict[str, st.SearchStrategy[Any]]:
+    """:data:`WIRE_STRATEGIES` with field tables restricted to ``tags``."""
+    if tags == ALL_TAGS:
+        return WIRE_STRATEGIES
+    return {**WIRE_STRATEGIES, "table": table_inputs(tags)}
+
+
+def methods(cls: type, tags: str = ALL_TAGS) -> st.SearchStrategy[Any]:
     """Instances of method class ``cls``, one value strategy per (non-reserved) field."""
-    kwargs = {
-        spec.attr: WIRE_STRATEGIES[spec.wire_type] for spec in cls.FIELDS if not spec.reserved
-    }
+    wire = wire_strategies(tags)
+    kwargs = {spec.attr: wire[spec.wire_type] for spec in cls.FIELDS if not spec.reserved}
     return st.builds(cls, **kwargs)
 
 
-def any_method() -> st.SearchStrategy[Any]:
-    return st.sampled_from(sorted(METHODS.values(), key=lambda c: c.INDEX)).flatmap(methods)
+def any_method(spec: Any = None) -> st.SearchStrategy[Any]:
+    """Any method of ``spec`` (a generated version's ``SPEC``; default 0-9-1)."""
+    table = METHODS if spec is None else spec.methods
+    tags = ALL_TAGS if spec is None else spec_tags(spec)
+    classes = sorted(table.values(), key=lambda c: c.INDEX)
+    return st.sampled_from(classes).flatmap(lambda cls: methods(cls, tags))
 
 
-def properties(cls: type = BasicProperties) -> st.SearchStrategy[Any]:
+def properties(cls: type = BasicProperties, tags: str = ALL_TAGS) -> st.SearchStrategy[Any]:
     """Property lists with each property independently present or absent."""
-    kwargs = {spec.attr: st.none() | WIRE_STRATEGIES[spec.wire_type] for spec in cls.FIELDS}
+    wire = wire_strategies(tags)
+    kwargs = {spec.attr: st.none() | wire[spec.wire_type] for spec in cls.FIELDS}
     return st.builds(cls, **kwargs)
 
 
 @st.composite
-def _wire_field(draw: st.DrawFn, wire: str) -> tuple[bytes, Any]:
+def _wire_field(draw: st.DrawFn, wire: str, tags: str = ALL_TAGS) -> tuple[bytes, Any]:
     """Bytes of one non-bit field written from the spec layout, and the value they decode to."""
     if wire == "octet":
         v = draw(st.integers(0, 255))
@@ -472,13 +493,15 @@ def _wire_field(draw: st.DrawFn, wire: str) -> tuple[bytes, Any]:
         raw = draw(st.binary(max_size=64))
         return longstr(raw), raw
     if wire == "table":
-        model = draw(table_models(max_size=4, max_leaves=6))
+        model = draw(table_models(max_size=4, max_leaves=6, tags=tags))
         return model_table_bytes(model), model
     raise AssertionError(wire)
 
 
 @st.composite
-def method_payloads(draw: st.DrawFn, cls: type) -> tuple[bytes, dict[str, Any]]:
+def method_payloads(
+    draw: st.DrawFn, cls: type, tags: str = ALL_TAGS
+) -> tuple[bytes, dict[str, Any]]:
     """A method frame payload for ``cls`` written field by field from ``cls.FIELDS``.
 
     Reserved fields get arbitrary values too; bits are packed LSB-first into octets. Returns
@@ -502,7 +525,7 @@ def method_payloads(draw: st.DrawFn, cls: type) -> tuple[bytes, dict[str, Any]]:
                 flush()
             continue
         flush()
-        raw, value = draw(_wire_field(spec.wire_type))
+        raw, value = draw(_wire_field(spec.wire_type, tags))
         parts.append(raw)
         values[spec.attr] = value
     flush()
@@ -510,7 +533,9 @@ def method_payloads(draw: st.DrawFn, cls: type) -> tuple[bytes, dict[str, Any]]:
 
 
 @st.composite
-def property_payloads(draw: st.DrawFn, cls: type = BasicProperties) -> tuple[bytes, dict[str, Any]]:
+def property_payloads(
+    draw: st.DrawFn, cls: type = BasicProperties, tags: str = ALL_TAGS
+) -> tuple[bytes, dict[str, Any]]:
     """A property list (flag word, present properties) written from ``cls.FIELDS``.
 
     The flag bits are assigned from the spec: the first property is bit 15, downwards.
@@ -523,7 +548,7 @@ def property_payloads(draw: st.DrawFn, cls: type = BasicProperties) -> tuple[byt
             values[spec.attr] = None
             continue
         flags |= 1 << (15 - index)
-        raw, value = draw(_wire_field(spec.wire_type))
+        raw, value = draw(_wire_field(spec.wire_type, tags))
         parts.append(raw)
         values[spec.attr] = value
     return short(flags) + b"".join(parts), values

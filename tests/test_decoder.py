@@ -265,7 +265,7 @@ def test_detect_from_connection_start_in_small_chunks():
     ]
 
 
-@pytest.mark.parametrize("major, minor", [(8, 0), (0, 8), (0, 10), (1, 0)])
+@pytest.mark.parametrize("major, minor", [(0, 8), (0, 10), (1, 0), (9, 1)])  # 8-0: 0-8
 def test_connection_start_with_unsupported_version(major, minor):
     payload = method_payload(10, 10, bytes([major, minor]) + b"\x00\x00\x00\x00" * 3)
     error = first_error(raw_frame(1, 0, payload))
@@ -307,7 +307,7 @@ def test_given_spec():
         b"AMQP\x00\x01\x00\x00",
         b"AMQP\x03\x01\x00\x00",
         b"AMQP\x00\x00\x08\x00",
-        b"AMQP\x01\x01\x09\x01",
+        b"AMQP\x01\x01\x08\x01",  # AMQP 1 1 8 0 and 1 1 9 1 are 0-8 (test_v0_8.py)
     ],
 )
 def test_unsupported_protocol_header(header):

@@ -1,0 +1,298 @@
+"""99-0 frames: the 12-byte frame header, the frame classes and their codecs.
+
+::
+
+    0      1     2-3    4      5       6-7      8-11      12..      12+n
+    flags  type  size   0      track   channel  0 0 0 0   payload   0xCE
+
+``flags``: bits 7-4 zero; ``0x08`` first segment of a frameset (B), ``0x04`` last segment (E),
+``0x02`` first frame of its segment (b), ``0x01`` last frame of its segment (e). ``size`` is 12
+plus the payload (the 0xCE octet is not counted). ``track``'s upper nibble is zero; its lower
+nibble meant nothing to any receiver and is kept as it came.
+
+A method segment is ``class index, method index`` (one octet each) and the fields; a header
+segment is a run of long-structs (delivery-properties, message-properties); body frames carry
+content bytes. Method and header segments always travel in one frame.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from amqp_codec.base import Method
+from amqp_codec.errors import (
+    AMQPDecodeError,
+    AMQPEncodeError,
+    CommandInvalidError,
+    FrameError,
+    FrameSyntaxError,
+    UnexpectedFrameError,
+)
+from amqp_codec.protocol import ProtocolSpec
+
+from .structs import PackedStruct, decode_header_structs, encode_long_struct
+
+__all__ = [
+    "DraftBodyFrame",
+    "DraftFrame",
+    "DraftHeaderFrame",
+    "DraftHeartbeatFrame",
+    "DraftMethodFrame",
+    "decode_frame",
+    "encode_draft_frame",
+    "encode_draft_message",
+    "frame_size",
+    "start_version",
+]
+
+# Segment types and the frame-end octet (the spec's frame-* constants).
+FRAME_METHOD = 1
+FRAME_HEADER = 2
+FRAME_BODY = 3
+FRAME_HEARTBEAT = 8
+FRAME_END = 0xCE
+HEADER_SIZE = 12
+MAX_FRAME_SIZE = 0xFFFF  # the size field is 16 bits and counts the header
+
+FIRST_SEGMENT = 0x08  # B
+LAST_SEGMENT = 0x04  # E
+FIRST_FRAME = 0x02  # b
+LAST_FRAME = 0x01  # e
+WHOLE_SEGMENT = FIRST_FRAME | LAST_FRAME
+
+_HEADER = struct.Struct(">BBHBBHI")
+_unpack_header = _HEADER.unpack_from
+_pack_header = _HEADER.pack
+
+S = TypeVar("S", bound=PackedStruct)
+
+
+def _check_flags_track(flags: int, track: int) -> None:
+    if not 0 <= flags <= 0x0F:
+        raise AMQPEncodeError(f"frame flags 0x{flags:x} are not 0..0x0f", field="flags")
+    if not 0 <= track <= 0x0F:
+        raise AMQPEncodeError(f"track {track} is not 0..15", field="track")
+
+
+@dataclass(frozen=True, slots=True)
+class DraftMethodFrame:
+    """A method segment in one frame. ``flags`` default: 0x0B before content, else 0x0F."""
+
+    channel: int
+    method: Method
+    flags: int = -1
+    track: int = 0
+
+    def __post_init__(self) -> None:
+        if self.flags == -1:
+            flags = 0x0B if self.method.HAS_CONTENT else 0x0F
+            object.__setattr__(self, "flags", flags)
+
+
+@dataclass(frozen=True, slots=True)
+class DraftHeaderFrame:
+    """A header segment: the message's header structs, in wire order.
+
+    ``flags`` 0x03 when body frames follow, 0x07 for an empty message with no body frame.
+    """
+
+    channel: int
+    structs: tuple[PackedStruct, ...] = ()
+    flags: int = FIRST_FRAME | LAST_FRAME
+    track: int = 0
+
+    def get(self, cls: type[S]) -> S | None:
+        """The header struct of class ``cls`` (``MessageProperties``), or None if absent."""
+        for s in self.structs:
+            if isinstance(s, cls):
+                return s
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class DraftBodyFrame:
+    """A body frame: part (or all) of the message content."""
+
+    channel: int
+    payload: bytes = field(repr=False)
+    flags: int = LAST_SEGMENT | FIRST_FRAME | LAST_FRAME
+    track: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class DraftHeartbeatFrame:
+    """A heartbeat frame (type 8, empty). Qpid never sent one: negotiate heartbeat 0."""
+
+    channel: int = 0
+    flags: int = FIRST_SEGMENT | LAST_SEGMENT | FIRST_FRAME | LAST_FRAME
+    track: int = 0
+
+
+DraftFrame = DraftMethodFrame | DraftHeaderFrame | DraftBodyFrame | DraftHeartbeatFrame
+
+
+# --------------------------------------------------------------------------------------------
+# Encoding
+# --------------------------------------------------------------------------------------------
+
+
+def _frame(flags: int, frame_type: int, track: int, channel: int, payload: bytes) -> bytes:
+    _check_flags_track(flags, track)
+    size = HEADER_SIZE + len(payload)
+    if size > MAX_FRAME_SIZE:
+        raise AMQPEncodeError(f"frame of {size} bytes exceeds the 16-bit size field")
+    if not 0 <= channel <= 0xFFFF:
+        raise AMQPEncodeError(f"channel {channel!r} is not 0..65535", field="channel")
+    return b"".join((_pack_header(flags, frame_type, size, 0, track, channel, 0), payload, b"\xce"))
+
+
+def encode_draft_frame(frame: DraftFrame) -> bytes:
+    """The wire bytes of a 99-0 frame; a decoded frame gives back the bytes it came from."""
+    if isinstance(frame, DraftMethodFrame):
+        payload = frame.method.encode()
+        return _frame(frame.flags, FRAME_METHOD, frame.track, frame.channel, payload)
+    if isinstance(frame, DraftHeaderFrame):
+        payload = b"".join(encode_long_struct(s, "structs") for s in frame.structs)
+        return _frame(frame.flags, FRAME_HEADER, frame.track, frame.channel, payload)
+    if isinstance(frame, DraftBodyFrame):
+        return _frame(frame.flags, FRAME_BODY, frame.track, frame.channel, bytes(frame.payload))
+    if isinstance(frame, DraftHeartbeatFrame):
+        return _frame(frame.flags, FRAME_HEARTBEAT, frame.track, frame.channel, b"")
+    raise AMQPEncodeError(f"not a 99-0 frame: {type(frame).__name__}")
+
+
+def encode_draft_message(
+    channel: int,
+    method: Method,
+    structs: tuple[PackedStruct, ...] | list[PackedStruct],
+    body: bytes,
+    *,
+    frame_max: int = MAX_FRAME_SIZE,
+) -> bytes:
+    """A whole frameset: the method (0x0B), the header and the body split at ``frame_max``.
+
+    The header is 0x03 followed by body frames with E on every frame (0x07 alone; 0x06,
+    0x04…, 0x05 when split), or 0x07 with no body frame for empty content.
+    """
+    if not method.HAS_CONTENT:
+        raise AMQPEncodeError(f"{method.NAME} carries no content")
+    chunk = min(frame_max, MAX_FRAME_SIZE) - HEADER_SIZE
+    if chunk <= 0:
+        raise AMQPEncodeError(f"frame_max {frame_max} leaves no room for a payload")
+    parts = [encode_draft_frame(DraftMethodFrame(channel, method, FIRST_SEGMENT | WHOLE_SEGMENT))]
+    header_flags = WHOLE_SEGMENT if body else LAST_SEGMENT | WHOLE_SEGMENT
+    parts.append(encode_draft_frame(DraftHeaderFrame(channel, tuple(structs), header_flags)))
+    body = bytes(body)
+    for start in range(0, len(body), chunk):
+        flags = LAST_SEGMENT
+        if start == 0:
+            flags |= FIRST_FRAME
+        if start + chunk >= len(body):
+            flags |= LAST_FRAME
+        parts.append(
+            encode_draft_frame(DraftBodyFrame(channel, body[start : start + chunk], flags))
+        )
+    return b"".join(parts)
+
+
+# --------------------------------------------------------------------------------------------
+# Decoding
+# --------------------------------------------------------------------------------------------
+
+
+def frame_size(buf: bytes, pos: int) -> int:
+    """Check the 12-byte header at ``buf[pos:]``; return the frame's size field (header and
+    payload, without the 0xCE octet). Error offsets are positions in ``buf``."""
+    flags, _type, size, reserved, track, channel, reserved2 = _unpack_header(buf, pos)
+    if flags & 0xF0:
+        raise FrameError(f"frame flags 0x{flags:02x} set reserved or version bits", offset=pos)
+    if size < HEADER_SIZE:
+        raise FrameError(f"frame size {size} is smaller than its 12-byte header", offset=pos)
+    if reserved or track & 0xF0 or reserved2:
+        raise FrameError("reserved frame header bits are set", offset=pos, channel=channel)
+    return int(size)
+
+
+def decode_frame(spec: ProtocolSpec, buf: bytes, pos: int, depth: int) -> DraftFrame:
+    """Decode the whole frame at ``buf[pos:]`` (header checked by :func:`frame_size`, and the
+    frame-end octet present in ``buf``). Error offsets are positions in ``buf``."""
+    flags, frame_type, size, _r, track, channel, _r2 = _unpack_header(buf, pos)
+    end = pos + size
+    if buf[end] != FRAME_END:
+        raise FrameError(
+            f"frame-end octet is 0x{buf[end]:02x}, not 0xce", offset=end, channel=channel
+        )
+    start = pos + HEADER_SIZE
+    if frame_type == FRAME_BODY:
+        if channel == 0:
+            raise UnexpectedFrameError("body frame on channel 0", offset=pos, channel=0)
+        return DraftBodyFrame(channel, buf[start:end], flags, track)
+    if frame_type == FRAME_HEARTBEAT:
+        if size != HEADER_SIZE:
+            raise FrameError("heartbeat frame with a payload", offset=pos, channel=channel)
+        return DraftHeartbeatFrame(channel, flags, track)
+    if frame_type not in (FRAME_METHOD, FRAME_HEADER):
+        raise FrameError(f"unknown frame type {frame_type}", offset=pos, channel=channel)
+    if flags & WHOLE_SEGMENT != WHOLE_SEGMENT:
+        raise FrameError(
+            "a method or header segment split over frames (never sent by Qpid C++ or Python)",
+            offset=pos,
+            channel=channel,
+        )
+    if frame_type == FRAME_HEADER:
+        if channel == 0:
+            raise UnexpectedFrameError("header frame on channel 0", offset=pos, channel=0)
+        structs = decode_header_structs(buf, start, end, depth)
+        return DraftHeaderFrame(channel, structs, flags, track)
+    method = decode_method(spec, buf, start, end, depth)
+    if (method.CLASS_ID == spec.connection_class_id) != (channel == 0):
+        raise CommandInvalidError(
+            f"{method.NAME} on channel {channel}: channel 0 carries the connection class "
+            "and only it",
+            offset=pos,
+            channel=channel,
+            class_id=method.CLASS_ID,
+            method_id=method.METHOD_ID,
+        )
+    return DraftMethodFrame(channel, method, flags, track)
+
+
+_BAD_ARGUMENTS = (IndexError, struct.error, ValueError, OverflowError)
+
+
+def decode_method(spec: ProtocolSpec, buf: bytes, start: int, end: int, depth: int) -> Method:
+    """A method segment ``buf[start:end]``: octet class and method indexes, then the fields."""
+    if end - start < 2:
+        raise FrameSyntaxError("method segment has no class and method index", offset=start)
+    class_id, method_id = buf[start], buf[start + 1]
+    decode = spec.method_decoders.get(class_id << 16 | method_id)
+    if decode is None:
+        raise CommandInvalidError(
+            f"unknown method {class_id}.{method_id}",
+            offset=start,
+            class_id=class_id,
+            method_id=method_id,
+        )
+    try:
+        return decode(buf, start + 2, end, depth)
+    except AMQPDecodeError as exc:
+        raise exc.located(offset=start, class_id=class_id, method_id=method_id) from None
+    except _BAD_ARGUMENTS:
+        raise FrameSyntaxError(
+            "method arguments run past the end of the frame",
+            offset=start,
+            class_id=class_id,
+            method_id=method_id,
+        ) from None
+
+
+def start_version(buf: bytes, pos: int) -> tuple[int, int] | None:
+    """(version-major, version-minor) if ``buf[pos:]`` opens with a 99-0 connection.start
+    frame (flags 0x0F, method, channel 0, class 10 method 10), else None. Needs 16 bytes."""
+    if len(buf) - pos < 16 or buf[pos : pos + 2] != b"\x0f\x01":
+        return None
+    if buf[pos + 6 : pos + 8] != b"\x00\x00" or buf[pos + 12 : pos + 14] != b"\x0a\x0a":
+        return None
+    return buf[pos + 14], buf[pos + 15]
