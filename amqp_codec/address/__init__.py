@@ -24,6 +24,11 @@ API
 ``column`` (1-based), ``expected`` and ``found``, and print the text with a caret under the
 column.
 
+:func:`plan` (``address, role, spec -> Plan``) lists the methods that resolve an address for a
+sender or a receiver (:class:`Plan`: ``methods``, ``on_close``, ``queue``, ``exchange``,
+``routing_key``); :class:`AddressPlanError` reports what the protocol cannot express and
+:class:`UnsupportedSpecError` a protocol version without a planner.
+
 Validation is on by default: ``parse(text)`` checks the options against the option tables
 and raises :class:`AddressOptionError` pointing at the bad key or value in ``text``.
 ``parse(text, validate=False)`` only checks the grammar, for options of other Qpid versions
@@ -82,6 +87,7 @@ from __future__ import annotations
 from ._errors import AddressError, AddressOptionError
 from ._model import Address
 from ._parser import parse
+from ._plan import AddressPlanError, Plan, UnsupportedSpecError, plan
 from ._validation import validate
 from ._values import MAX_DEPTH, OptionMap, OptionValue
 
@@ -90,8 +96,12 @@ __all__ = [
     "Address",
     "AddressError",
     "AddressOptionError",
+    "AddressPlanError",
     "OptionMap",
     "OptionValue",
+    "Plan",
+    "UnsupportedSpecError",
     "parse",
+    "plan",
     "validate",
 ]
