@@ -4,27 +4,24 @@ a hypothesis property that every plan encodes and decodes back to the same metho
 
 from __future__ import annotations
 
-import os
 import re
-import socket
 import types
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
 import pytest
+from broker_support import run as run_live
+from conftest import BROKER_ADDRESS
 from hypothesis import event, given
 from hypothesis import strategies as st
 
 from amqp_codec import (
-    NEED_DATA,
     AMQPError,
     FrameDecoder,
     Message,
-    MessageAssembler,
     MethodFrame,
     encode_frame,
-    encode_message,
     v0_9_1,
 )
 from amqp_codec.address import (
@@ -38,7 +35,9 @@ from amqp_codec.address import (
     plan,
 )
 from amqp_codec.base import Method
-from amqp_codec.v0_9_1 import Basic, BasicProperties, Channel, Connection, Exchange, Queue
+from amqp_codec.v0_9_1 import Basic, BasicProperties, Exchange, Queue
+from examples.amqp_client import AMQPClient, ChannelClosed
+from examples.amqp_client import Channel as AMQPChannel
 
 XQUERY = "let $w := ./weather return $w/station = 'KRDU' and $w/wind_speed_mph > 7"
 
@@ -1276,129 +1275,74 @@ def test_expressible_addresses_always_plan(address: Address, role: str, node_typ
 
 
 # --------------------------------------------------------------------------------------------
-# Live: RabbitMQ carries out the plans (a minimal client made of this codec and a socket).
-
-
-class BrokerRefused(Exception):
-    """The broker closed the channel or the connection instead of answering."""
-
-    def __init__(self, close: Method) -> None:
-        super().__init__(close)
-        self.reply_code: int = close.reply_code
+# Live: RabbitMQ carries out the plans, through the example client (examples/amqp_client.py).
 
 
 class Broker:
-    """One connection with one channel open; channels reopen after a refusal."""
+    """One connection and a channel on which plans run; a refused plan opens a new channel."""
 
-    def __init__(self, sock: socket.socket) -> None:
-        self.sock = sock
-        self.decoder = FrameDecoder(v0_9_1)
-        self.assembler = MessageAssembler()
-        self.channel = 0
-        self.messages: list[Message] = []
-        sock.sendall(b"AMQP\x00\x00\x09\x01")
-        self.expect(0, Connection.Start)
-        self.send(0, Connection.StartOk(mechanism="PLAIN", response=b"\x00guest\x00guest"))
-        tune = self.expect(0, Connection.Tune)
-        self.send(0, Connection.TuneOk(channel_max=tune.channel_max, frame_max=tune.frame_max))
-        self.send(0, Connection.Open(virtual_host="/"))
-        self.expect(0, Connection.OpenOk)
-        self.reopen()
+    def __init__(self, client: AMQPClient, channel: AMQPChannel) -> None:
+        self.client = client
+        self.channel = channel
 
-    def reopen(self) -> None:
-        self.channel += 1
-        self.send(self.channel, Channel.Open())
-        self.expect(self.channel, Channel.OpenOk)
-
-    def send(self, channel: int, method: Method) -> None:
-        self.sock.sendall(encode_frame(MethodFrame(channel, method)))
-
-    def next_frame(self) -> Any:
-        while (frame := self.decoder.next_frame()) is NEED_DATA:
-            data = self.sock.recv(65536)
-            assert data, "the broker closed the connection"
-            self.decoder.receive_data(data)
-        return frame
-
-    def expect(self, channel: int, *kinds: type[Method]) -> Any:
-        """The next method on ``channel`` of one of ``kinds``; deliveries are kept."""
-        while True:
-            frame = self.next_frame()
-            message = self.assembler.feed(frame)
-            if message is not None:
-                self.messages.append(message)
-                if not kinds:
-                    return None
-            if not isinstance(frame, MethodFrame):
-                continue
-            if isinstance(frame.method, Channel.Close | Connection.Close):
-                if isinstance(frame.method, Channel.Close):
-                    self.send(frame.channel, Channel.CloseOk())
-                    self.reopen()
-                raise BrokerRefused(frame.method)
-            if frame.channel == channel and isinstance(frame.method, kinds):
-                return frame.method
-
-    def run(self, methods: Sequence[Method]) -> None:
+    async def run(self, methods: Sequence[Method]) -> None:
         """Send each method, waiting for its answer when it has one."""
-        for method in methods:
-            self.send(self.channel, method)
-            if method.SYNCHRONOUS and not getattr(method, "no_wait", False):
-                self.expect(self.channel, *method.RESPONSES)
+        try:
+            for method in methods:
+                await self.channel.call(method)
+        except ChannelClosed:
+            self.channel = await self.client.channel()
+            raise
 
-    def publish(self, exchange: str, routing_key: str, body: bytes) -> None:
-        self.sock.sendall(
-            encode_message(
-                self.channel,
-                Basic.Publish(exchange=exchange, routing_key=routing_key),
-                BasicProperties(),
-                body,
-            )
+    async def publish(self, exchange: str, routing_key: str, body: bytes) -> None:
+        publish = Basic.Publish(exchange=exchange, routing_key=routing_key)
+        await self.channel.publish(publish, BasicProperties(), body)
+
+
+def live(scenario: Callable[[Broker], Coroutine[Any, Any, None]]) -> None:
+    """Run ``scenario`` on a fresh connection to the broker."""
+
+    async def main() -> None:
+        client = await AMQPClient.connect(*BROKER_ADDRESS)
+        try:
+            await scenario(Broker(client, await client.channel()))
+        finally:
+            await client.close()
+
+    run_live(main())
+
+
+@pytest.mark.broker
+@pytest.mark.usefixtures("broker")
+def test_broker_runs_plans_and_routes_by_subject() -> None:
+    async def scenario(broker: Broker) -> None:
+        news = f"news-{uuid.uuid4().hex[:8]}"
+        receiver = plan(
+            f"{news}/*.news; {{create: always, delete: receiver, node: {{type: topic}}}}",
+            "receiver",
         )
+        await broker.run(receiver.methods)
+        sender = plan(f"{news}/usa.news; {{node: {{type: topic}}}}", "sender")
+        await broker.run(sender.methods)
+        assert (sender.exchange, sender.routing_key) == (news, "usa.news")
+        await broker.publish(news, "usa.sports", b"not for *.news")  # would arrive first if bound
+        await broker.publish(sender.exchange, sender.routing_key, b"for *.news")
+        message = await broker.channel.next_event()
+        assert isinstance(message, Message)
+        assert message.body == b"for *.news"
+        assert message.method.consumer_tag == receiver.consumer_tag
+        assert message.method.routing_key == "usa.news"
+        await broker.run(receiver.on_close)  # cancel, delete the subscription queue and topic
+        with pytest.raises(ChannelClosed) as caught:
+            await broker.run([passive_exchange(news)])
+        assert caught.value.reply_code == 404
 
-    def delivery(self) -> Message:
-        """The next message delivered on this channel."""
-        while not self.messages:
-            self.expect(self.channel)  # no method is awaited: reads until a message is whole
-        return self.messages.pop(0)
-
-
-@pytest.fixture
-def broker() -> Iterator[Broker]:
-    try:
-        sock = socket.create_connection(("127.0.0.1", 5672), timeout=10)
-    except OSError as error:
-        if os.environ.get("AMQP_CODEC_REQUIRE_BROKER"):
-            pytest.fail(f"no RabbitMQ broker on 127.0.0.1:5672: {error}")
-        pytest.skip(f"no RabbitMQ broker on 127.0.0.1:5672: {error}")
-    with sock:
-        yield Broker(sock)
-
-
-@pytest.mark.broker
-def test_broker_runs_plans_and_routes_by_subject(broker: Broker) -> None:
-    news = f"news-{uuid.uuid4().hex[:8]}"
-    receiver = plan(
-        f"{news}/*.news; {{create: always, delete: receiver, node: {{type: topic}}}}", "receiver"
-    )
-    broker.run(receiver.methods)
-    sender = plan(f"{news}/usa.news; {{node: {{type: topic}}}}", "sender")
-    broker.run(sender.methods)
-    assert (sender.exchange, sender.routing_key) == (news, "usa.news")
-    broker.publish(news, "usa.sports", b"not for *.news")  # would arrive first if bound
-    broker.publish(sender.exchange, sender.routing_key, b"for *.news")
-    message = broker.delivery()
-    assert message.body == b"for *.news"
-    assert message.method.consumer_tag == receiver.consumer_tag
-    assert message.method.routing_key == "usa.news"
-    broker.run(receiver.on_close)  # cancel, delete the subscription queue, delete the topic
-    with pytest.raises(BrokerRefused) as caught:
-        broker.run([passive_exchange(news)])
-    assert caught.value.reply_code == 404
+    live(scenario)
 
 
 @pytest.mark.broker
-def test_broker_runs_every_kind_of_plan(broker: Broker) -> None:
+@pytest.mark.usefixtures("broker")
+def test_broker_runs_every_kind_of_plan() -> None:
     tag = uuid.uuid4().hex[:8]
     q, t = f"q-{tag}", f"t-{tag}"
     steps = [
@@ -1428,30 +1372,42 @@ def test_broker_runs_every_kind_of_plan(broker: Broker) -> None:
     plans = [
         plan(text, role, node_type="topic" if text.startswith(t) else None) for text, role in steps
     ]
-    for got in plans:
-        broker.run(got.methods)
-    for got in reversed(plans):
-        broker.run(got.on_close)
-    for gone in (passive_queue(q), passive_queue(f"{t}-sub"), passive_exchange(t)):
-        with pytest.raises(BrokerRefused) as caught:
-            broker.run([gone])
-        assert caught.value.reply_code == 404
+
+    async def scenario(broker: Broker) -> None:
+        for got in plans:
+            await broker.run(got.methods)
+        for got in reversed(plans):
+            await broker.run(got.on_close)
+        for gone in (passive_queue(q), passive_queue(f"{t}-sub"), passive_exchange(t)):
+            with pytest.raises(ChannelClosed) as caught:
+                await broker.run([gone])
+            assert caught.value.reply_code == 404
+
+    live(scenario)
 
 
 @pytest.mark.broker
-def test_broker_refuses_what_the_address_asserts_wrongly(broker: Broker) -> None:
-    # Example 1.8: asserting that a queue is a topic fails (not-found, as on Qpid's broker).
-    q = f"my-queue-{uuid.uuid4().hex[:8]}"
-    broker.run(plan(f"{q}; {{create: always, delete: always}}", "sender").methods)
-    broker.run(plan(f"{q}; {{assert: always, node: {{type: queue}}}}", "receiver").methods)
-    with pytest.raises(BrokerRefused) as caught:
-        broker.run(plan(f"{q}; {{assert: always, node: {{type: topic}}}}", "receiver").methods)
-    assert caught.value.reply_code == 404
-    # creating asserts too: an active declare of an existing node with other properties fails
-    with pytest.raises(BrokerRefused) as caught:
-        broker.run(plan(f"{q}; {{create: always, node: {{durable: True}}}}", "sender").methods)
-    assert caught.value.reply_code == 406
-    broker.run([Queue.Delete(queue=q)])
+@pytest.mark.usefixtures("broker")
+def test_broker_refuses_what_the_address_asserts_wrongly() -> None:
+    async def scenario(broker: Broker) -> None:
+        # Example 1.8: asserting that a queue is a topic fails (not-found, as on Qpid's broker).
+        q = f"my-queue-{uuid.uuid4().hex[:8]}"
+        await broker.run(plan(f"{q}; {{create: always, delete: always}}", "sender").methods)
+        await broker.run(
+            plan(f"{q}; {{assert: always, node: {{type: queue}}}}", "receiver").methods
+        )
+        with pytest.raises(ChannelClosed) as caught:
+            wrong = plan(f"{q}; {{assert: always, node: {{type: topic}}}}", "receiver")
+            await broker.run(wrong.methods)
+        assert caught.value.reply_code == 404
+        # creating asserts too: an active declare of an existing node with other properties fails
+        with pytest.raises(ChannelClosed) as caught:
+            other = plan(f"{q}; {{create: always, node: {{durable: True}}}}", "sender")
+            await broker.run(other.methods)
+        assert caught.value.reply_code == 406
+        await broker.run([Queue.Delete(queue=q)])
+
+    live(scenario)
 
 
 # --------------------------------------------------------------------------------------------
