@@ -1,0 +1,705 @@
+"""Read TCP segments out of pcap and pcapng capture files.
+
+``read_capture(path)`` yields one :class:`Segment` per TCP packet that carries payload or a
+SYN, FIN or RST flag, and a :class:`CaptureProblem` for everything it cannot read. It never
+raises for bad content: a truncated or corrupt file, an unsupported link type or a malformed
+packet becomes a problem, and reading goes on wherever the file's framing still holds.
+
+The file formats are parsed here with ``struct`` rather than with dpkt's readers: dpkt's
+pcapng reader takes the link type and timestamp resolution of the first interface for every
+packet (captures from ``tcpdump -i any`` or dumpcap on several interfaces have more), and its
+readers hand back short records of a truncated file without saying so. Link, IP and TCP
+headers are parsed by offset too: building a dpkt object per layer costs several times more
+than the few ``unpack_from`` calls a segment needs. The file is memory-mapped, so reading
+costs no more memory than the page cache (a gzip-compressed file is first decompressed into
+an anonymous temporary file, which takes that much disk space while it is read).
+
+Supported: classic pcap (micro- and nanosecond, either byte order) and pcapng (any number of
+sections and interfaces, each with its own link type, ``if_tsresol`` and ``if_tsoffset``;
+enhanced, simple and obsolete packet blocks), plain or gzip-compressed. Link types: Ethernet
+(1, with any number of 802.1Q/802.1ad VLAN tags), Linux cooked SLL (113) and SLL2 (276), raw
+IP (101, 12, 14), BSD null/loopback (0) and OpenBSD LOOP (108). IPv4 and IPv6 (extension headers skipped). Packets
+that are not TCP are skipped silently.
+
+Problem kinds (``CaptureProblem.kind``), stable strings:
+
+``unreadable``
+    the file cannot be opened, mapped or (gzip) decompressed to a temporary file (OS error).
+``not-a-capture``
+    no pcap or pcapng magic at the start.
+``truncated-file``
+    the file (or its gzip stream) ends inside a header, record or block; reading stops there.
+``corrupt-file``
+    a record or block length that cannot be right, or a damaged gzip stream; reading stops
+    there, since the framing of whatever follows is unknown.
+``unsupported-link-type``
+    a pcap file or pcapng interface whose link type is not one of the above; its packets are
+    skipped.
+``malformed-packet``
+    a header that contradicts itself or the captured length; the packet is skipped.
+``truncated-packet``
+    the capture kept fewer bytes than the packet had (snap length), so the TCP payload is cut
+    short. The segment is still yielded with the bytes that were kept; reassembly then sees a
+    gap where the rest was.
+``ip-fragment``
+    a fragment of an IPv4 or IPv6 packet; fragments are not reassembled, the packet is skipped.
+
+Timestamps are ``float`` seconds since the epoch: exact to the microsecond for current dates,
+so nanosecond captures are rounded to about 0.2 microseconds.
+"""
+
+from __future__ import annotations
+
+import gzip
+import ipaddress
+import mmap
+import os
+import struct
+import tempfile
+import zlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import BinaryIO
+
+__all__ = [
+    "CaptureProblem",
+    "Segment",
+    "capture_files",
+    "is_capture_file",
+    "read_capture",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """One TCP segment that carries payload or a SYN, FIN or RST flag."""
+
+    capture: str
+    """Capture file path, exactly as given to :func:`read_capture`."""
+    packet: int
+    """0-based index of the packet in that file (counting every packet, TCP or not)."""
+    ts: float
+    """Capture timestamp, seconds since the epoch."""
+    src: str
+    """Source address, IPv4 dotted quad or compressed IPv6 text."""
+    sport: int
+    """Source TCP port."""
+    dst: str
+    """Destination address, same format as ``src``."""
+    dport: int
+    """Destination TCP port."""
+    seq: int
+    """TCP sequence number as on the wire (unsigned 32-bit)."""
+    flags: int
+    """TCP flag bits: ``dpkt.tcp.TH_FIN`` (0x01), ``TH_SYN`` (0x02), ``TH_RST`` (0x04), ``TH_PUSH``,
+    ``TH_ACK``, ``TH_URG``, ``TH_ECE``, ``TH_CWR`` (0x80), and NS as 0x100."""
+    payload: bytes
+    """TCP payload as captured (shorter than sent if the capture cut the packet)."""
+
+    def __reduce__(
+        self,
+    ) -> tuple[type[Segment], tuple[str, int, float, str, int, str, int, int, int, bytes]]:
+        # Segments cross process boundaries by the million (Spark shuffles): pickling the
+        # constructor arguments is about twice as fast as the slots dataclass default.
+        return (
+            Segment,
+            (
+                self.capture,
+                self.packet,
+                self.ts,
+                self.src,
+                self.sport,
+                self.dst,
+                self.dport,
+                self.seq,
+                self.flags,
+                self.payload,
+            ),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class CaptureProblem:
+    """Something in a capture file that could not be read; see the module doc for ``kind``."""
+
+    capture: str
+    """Capture file path, exactly as given to :func:`read_capture`."""
+    packet: int | None
+    """0-based packet index the problem is about, or None for the file as a whole."""
+    kind: str
+    """One of the stable kinds listed in the module docstring."""
+    detail: str
+    """Human-readable explanation, with byte offsets where they help."""
+
+
+# TCP flag bits, as dpkt.tcp spells them (kept local: the codec package must import without dpkt).
+TH_FIN = 0x01
+TH_SYN = 0x02
+TH_RST = 0x04
+_INTERESTING = TH_FIN | TH_SYN | TH_RST
+
+_PCAP_MAGICS = {
+    b"\xd4\xc3\xb2\xa1": ("<", 1_000_000),  # little-endian, microseconds
+    b"\xa1\xb2\xc3\xd4": (">", 1_000_000),
+    b"\x4d\x3c\xb2\xa1": ("<", 1_000_000_000),  # little-endian, nanoseconds
+    b"\xa1\xb2\x3c\x4d": (">", 1_000_000_000),
+}
+_PCAPNG_MAGIC = b"\x0a\x0d\x0d\x0a"
+_GZIP_MAGIC = b"\x1f\x8b"
+
+# pcapng block types
+_SHB = 0x0A0D0D0A
+_IDB = 1
+_PB = 2  # obsolete packet block
+_SPB = 3
+_EPB = 6
+_BYTE_ORDER_MAGIC = 0x1A2B3C4D
+
+# Link types
+_LT_NULL = 0
+_LT_ETHERNET = 1
+_LT_RAW_12 = 12
+_LT_RAW_14 = 14
+_LT_RAW = 101
+_LT_LOOP = 108
+_LT_SLL = 113
+_LT_SLL2 = 276
+_SUPPORTED_LINKS = frozenset(
+    {_LT_NULL, _LT_ETHERNET, _LT_RAW_12, _LT_RAW_14, _LT_RAW, _LT_LOOP, _LT_SLL, _LT_SLL2}
+)
+
+_ETH_IPV4 = 0x0800
+_ETH_IPV6 = 0x86DD
+_ETH_VLANS = frozenset({0x8100, 0x88A8, 0x9100})
+
+# A record longer than this is taken as corruption rather than a packet (Wireshark uses the same
+# idea: no link layer captures more than 256 KiB per packet).
+_MAX_RECORD = 256 * 1024
+# pcapng blocks other than packet blocks (name resolution, statistics, ...) may be larger.
+_MAX_BLOCK = 16 * 1024 * 1024
+
+# The fixed parts of the IPv4 header (version/IHL, total length, flags/fragment offset,
+# protocol, addresses) and of the TCP header (ports, sequence number, data offset, flags).
+_IPV4 = struct.Struct(">BxHxxHxBxx4s4s").unpack_from
+_TCP = struct.Struct(">HHI4xBB").unpack_from
+_IPV6_EXTENSIONS = frozenset({0, 43, 60, 51, 135, 139, 140})  # hop-by-hop, routing, dest, AH, ...
+_IPV6_FRAGMENT = 44
+_IPV6_NO_NEXT = 59
+
+_ip4_cache: dict[bytes, str] = {}
+_ip6_cache: dict[bytes, str] = {}
+
+
+def _ip4(raw: bytes) -> str:
+    text = _ip4_cache.get(raw)
+    if text is None:
+        text = f"{raw[0]}.{raw[1]}.{raw[2]}.{raw[3]}"
+        if len(_ip4_cache) < 65536:  # bounded: a scan across the whole address space stays cheap
+            _ip4_cache[raw] = text
+    return text
+
+
+def _ip6(raw: bytes) -> str:
+    text = _ip6_cache.get(raw)
+    if text is None:
+        text = str(ipaddress.IPv6Address(raw))
+        if len(_ip6_cache) < 65536:
+            _ip6_cache[raw] = text
+    return text
+
+
+class _Packets:
+    """Turns one captured frame into a Segment, a CaptureProblem or None (not TCP)."""
+
+    __slots__ = ("capture", "cut")
+
+    def __init__(self, capture: str) -> None:
+        self.capture = capture
+        self.cut = False  # set when the last segment's payload ends before its IP length says
+
+    def parse(
+        self,
+        buf: bytes | mmap.mmap,
+        base: int,
+        n: int,
+        link: int,
+        index: int,
+        ts: float,
+        wire_len: int,
+    ) -> Segment | CaptureProblem | None:
+        """Parse ``buf[base:n]``, the captured bytes of packet ``index``, of link type ``link``.
+
+        Offsets are into ``buf`` (the whole mapped file): no copy of the frame is made, only of
+        the payload.
+        """
+        caplen = n - base
+        # Find the network layer: offset and, where the link layer says it, the ethertype.
+        if link == _LT_ETHERNET:
+            if caplen < 14:
+                return self._bad(index, f"Ethernet header cut short ({caplen} bytes)")
+            ethertype = (buf[base + 12] << 8) | buf[base + 13]
+            off = base + 14
+            while ethertype in _ETH_VLANS:
+                if n < off + 4:
+                    return self._bad(index, "VLAN tag cut short")
+                ethertype = (buf[off + 2] << 8) | buf[off + 3]
+                off += 4
+        elif link == _LT_SLL:
+            if caplen < 16:
+                return self._bad(index, f"SLL header cut short ({caplen} bytes)")
+            ethertype = (buf[base + 14] << 8) | buf[base + 15]
+            off = base + 16
+        elif link == _LT_SLL2:
+            if caplen < 20:
+                return self._bad(index, f"SLL2 header cut short ({caplen} bytes)")
+            ethertype = (buf[base] << 8) | buf[base + 1]
+            off = base + 20
+        elif link in (_LT_NULL, _LT_LOOP):
+            # The 4-byte address family is in the capturing host's byte order (NULL) or network
+            # order (LOOP), and AF_INET6 differs between systems: the IP version nibble is surer.
+            off = base + 4
+            ethertype = 0
+        else:  # raw IP
+            off = base
+            ethertype = 0
+        if ethertype == 0:
+            if n <= off:
+                return self._bad(index, "no IP header")
+            version = buf[off] >> 4
+            if version == 4:
+                ethertype = _ETH_IPV4
+            elif version == 6:
+                ethertype = _ETH_IPV6
+            elif off == base:  # raw IP: nothing else may be there
+                return self._bad(index, f"IP version {version}")
+            else:
+                return None  # null/loopback carrying another protocol family
+        if ethertype == _ETH_IPV4:
+            if n < off + 20:
+                return self._short(index, caplen, wire_len, "IPv4 header")
+            vihl, total, frag, proto, src_raw, dst_raw = _IPV4(buf, off)
+            ihl = (vihl & 0x0F) * 4
+            if vihl >> 4 != 4 or ihl < 20:
+                return self._bad(index, f"IPv4 version/IHL byte 0x{vihl:02x}")
+            if proto != 6:
+                return None
+            if total < ihl:
+                if total == 0 and n > off + ihl:  # TCP segmentation offload: length left 0
+                    total = n - off
+                else:
+                    return self._bad(index, f"IPv4 total length {total} < header length {ihl}")
+            if frag & 0x3FFF:  # MF flag or a fragment offset
+                return CaptureProblem(
+                    self.capture, index, "ip-fragment", "IPv4 fragment (not reassembled)"
+                )
+            src = _ip4_cache.get(src_raw) or _ip4(src_raw)
+            dst = _ip4_cache.get(dst_raw) or _ip4(dst_raw)
+            end = off + total  # drops Ethernet padding and trailers
+            off += ihl
+        elif ethertype == _ETH_IPV6:
+            if n < off + 40:
+                return self._short(index, caplen, wire_len, "IPv6 header")
+            if buf[off] >> 4 != 6:
+                return self._bad(index, f"IPv6 version nibble {buf[off] >> 4}")
+            plen = (buf[off + 4] << 8) | buf[off + 5]
+            nxt = buf[off + 6]
+            src = _ip6(buf[off + 8 : off + 24])
+            dst = _ip6(buf[off + 24 : off + 40])
+            end = off + 40 + plen if plen else n  # 0: jumbogram or offloaded length
+            off += 40
+            while nxt != 6:
+                if nxt == _IPV6_FRAGMENT:
+                    return CaptureProblem(
+                        self.capture, index, "ip-fragment", "IPv6 fragment (not reassembled)"
+                    )
+                if nxt not in _IPV6_EXTENSIONS or nxt == _IPV6_NO_NEXT:
+                    return None
+                if n < off + 8:
+                    return self._short(index, caplen, wire_len, "IPv6 extension header")
+                ext_len = (buf[off + 1] + 2) * 4 if nxt == 51 else (buf[off + 1] + 1) * 8
+                nxt = buf[off]
+                off += ext_len
+        else:
+            return None  # ARP, LLDP, ...
+        # TCP
+        if n < off + 20:
+            return self._short(index, caplen, wire_len, "TCP header")
+        sport, dport, seq, doff, flags = _TCP(buf, off)
+        flags |= (doff & 1) << 8  # NS
+        doff = (doff >> 4) * 4
+        if doff < 20:
+            return self._bad(index, f"TCP data offset {doff} < 20")
+        if end < off + doff:
+            return self._bad(index, "IP length ends inside the TCP header")
+        start = off + doff
+        cut = end > n
+        if start >= end and not flags & _INTERESTING:
+            return None  # a bare ACK or window update
+        if start > n:
+            return self._short(index, caplen, wire_len, "TCP options")
+        if cut:
+            self.cut = True
+            payload = buf[start:n]
+        else:
+            payload = buf[start:end]
+        return Segment(
+            self.capture,
+            index,
+            ts,
+            src,
+            sport,
+            dst,
+            dport,
+            seq,
+            flags,
+            payload,
+        )
+
+    def _bad(self, index: int, detail: str) -> CaptureProblem:
+        return CaptureProblem(self.capture, index, "malformed-packet", detail)
+
+    def _short(self, index: int, n: int, wire_len: int, what: str) -> CaptureProblem:
+        if wire_len > n:
+            return CaptureProblem(
+                self.capture,
+                index,
+                "truncated-packet",
+                f"{what} cut off: {n} of {wire_len} bytes captured",
+            )
+        return self._bad(index, f"{what} cut short at {n} bytes")
+
+
+def _cut_problem(parser: _Packets, index: int, caplen: int, wire_len: int) -> CaptureProblem:
+    """The problem to report with a segment whose payload ends before its IP length says."""
+    parser.cut = False
+    if wire_len > caplen:
+        return CaptureProblem(
+            parser.capture,
+            index,
+            "truncated-packet",
+            f"payload cut by the capture: {caplen} of {wire_len} bytes kept",
+        )
+    return CaptureProblem(
+        parser.capture,
+        index,
+        "malformed-packet",
+        f"IP length runs past the {caplen}-byte frame (payload kept up to the frame's end)",
+    )
+
+
+def read_capture(path: str) -> Iterator[Segment | CaptureProblem]:
+    """Yield the TCP segments and the problems of one pcap or pcapng file, in file order.
+
+    The format is detected from the magic number, not the file name; gzip-compressed captures
+    (``tcpdump -z gzip`` rotation) are decompressed first, into an anonymous temporary file.
+    Never raises for bad content (see the module docstring for the problem kinds); it yields a
+    problem and either goes on with the next packet or, when the file's framing is lost, stops.
+    """
+    try:
+        with open(path, "rb") as f:
+            if f.read(2) == _GZIP_MAGIC:
+                yield from _read_gzip(path, f)
+                return
+            yield from _read_mapped(path, f)
+    except OSError as exc:
+        yield CaptureProblem(path, None, "unreadable", f"{type(exc).__name__}: {exc}")
+
+
+def _read_mapped(path: str, f: BinaryIO) -> Iterator[Segment | CaptureProblem]:
+    """Read the capture in open file ``f`` through a memory map."""
+    size = os.fstat(f.fileno()).st_size
+    if size == 0:
+        yield CaptureProblem(path, None, "not-a-capture", "empty file")
+        return
+    with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        magic = mm[:4]
+        if magic in _PCAP_MAGICS:
+            yield from _read_pcap(path, mm, size)
+        elif magic == _PCAPNG_MAGIC:
+            yield from _read_pcapng(path, mm, size)
+        else:
+            yield CaptureProblem(
+                path, None, "not-a-capture", f"no pcap or pcapng magic (starts {magic.hex()})"
+            )
+
+
+def _read_gzip(path: str, f: BinaryIO) -> Iterator[Segment | CaptureProblem]:
+    """Decompress into a temporary file, read that; a damaged stream keeps what came out."""
+    f.seek(0)
+    with tempfile.TemporaryFile() as plain:
+        damage = _gunzip(path, f, plain)
+        plain.flush()
+        yield from _read_mapped(path, plain)
+    if damage is not None:  # after the reader's own problem, if any, with its packet index
+        yield damage
+
+
+def _gunzip(path: str, src: BinaryIO, dst: BinaryIO) -> CaptureProblem | None:
+    """Decompress gzip members from ``src`` into ``dst``; what went wrong, if anything.
+
+    zlib is driven directly (not ``gzip.GzipFile``) so that every byte decompressed before a
+    cut or damage reaches ``dst``, and so that output is produced in bounded steps.
+    """
+    step = 1 << 22  # at most 4 MiB of output per call, however well the input compresses
+    d = zlib.decompressobj(wbits=31)
+    started = False
+    try:
+        while chunk := src.read(1 << 20):
+            while chunk:
+                if not started and not chunk.strip(b"\0"):
+                    return None  # zero padding after the last member, as gzip tolerates
+                started = True
+                dst.write(d.decompress(chunk, step))
+                while d.unconsumed_tail:
+                    dst.write(d.decompress(d.unconsumed_tail, step))
+                if d.eof:  # end of a member: another one may follow
+                    chunk = d.unused_data
+                    d = zlib.decompressobj(wbits=31)
+                    started = False
+                else:
+                    chunk = b""
+    except zlib.error as exc:
+        return CaptureProblem(path, None, "corrupt-file", f"gzip stream: {exc}")
+    if started:
+        dst.write(d.flush())
+        return CaptureProblem(path, None, "truncated-file", "gzip stream cut short")
+    return None
+
+
+def _read_pcap(path: str, mm: mmap.mmap, size: int) -> Iterator[Segment | CaptureProblem]:
+    order, divisor = _PCAP_MAGICS[mm[:4]]
+    if size < 24:
+        yield CaptureProblem(path, None, "truncated-file", f"pcap header cut at {size} bytes")
+        return
+    snaplen, network = struct.unpack_from(order + "II", mm, 16)
+    link = network & 0x03FFFFFF  # the top bits may carry FCS information
+    if link not in _SUPPORTED_LINKS:
+        yield CaptureProblem(
+            path, None, "unsupported-link-type", f"link type {link} (packets skipped)"
+        )
+        return
+    max_caplen = max(snaplen, _MAX_RECORD)
+    parser = _Packets(path)
+    parse = parser.parse
+    record = struct.Struct(order + "IIII").unpack_from
+    pos = 24
+    index = 0
+    while pos < size:
+        if pos + 16 > size:
+            yield CaptureProblem(
+                path, index, "truncated-file", f"record header cut at byte {pos} of {size}"
+            )
+            return
+        sec, frac, caplen, wire_len = record(mm, pos)
+        pos += 16
+        if caplen > max_caplen:
+            yield CaptureProblem(
+                path,
+                index,
+                "corrupt-file",
+                f"record at byte {pos - 16} claims {caplen} bytes (snap length {snaplen})",
+            )
+            return
+        if pos + caplen > size:
+            yield CaptureProblem(
+                path,
+                index,
+                "truncated-file",
+                f"packet data cut: {size - pos} of {caplen} bytes at byte {pos}",
+            )
+            return
+        ts = sec + frac / divisor  # a division rounds once; a multiplication by 1e-6 twice
+        item = parse(mm, pos, pos + caplen, link, index, ts, wire_len)
+        pos += caplen
+        if item is not None:
+            yield item
+            if parser.cut:
+                yield _cut_problem(parser, index, caplen, wire_len)
+        index += 1
+
+
+class _Interface:
+    __slots__ = ("divisor", "link", "offset", "supported")
+
+    def __init__(self, link: int, divisor: int, offset: int) -> None:
+        self.link = link
+        self.divisor = divisor  # timestamp units per second
+        self.offset = offset  # seconds added to every timestamp
+        self.supported = link in _SUPPORTED_LINKS
+
+
+def _parse_idb(body: bytes, order: str) -> _Interface:
+    """Link type, timestamp resolution and offset of an interface description block body."""
+    link = struct.unpack_from(order + "H", body, 0)[0]
+    divisor = 1_000_000
+    ts_offset = 0
+    pos = 8
+    while pos + 4 <= len(body):
+        code, length = struct.unpack_from(order + "HH", body, pos)
+        pos += 4
+        if code == 0:  # opt_endofopt
+            break
+        value = body[pos : pos + length]  # shorter than length if the block is cut
+        if code == 9 and len(value) >= 1:  # if_tsresol
+            r = value[0]
+            divisor = 2 ** (r & 0x7F) if r & 0x80 else 10 ** (r & 0x7F)
+        elif code == 14 and len(value) >= 8:  # if_tsoffset, seconds
+            ts_offset = struct.unpack_from(order + "q", value, 0)[0]
+        pos += (length + 3) & ~3
+    return _Interface(link, divisor, ts_offset)
+
+
+def _read_pcapng(path: str, mm: mmap.mmap, size: int) -> Iterator[Segment | CaptureProblem]:
+    parser = _Packets(path)
+    parse = parser.parse
+    order = "<"
+    head = struct.Struct("<II").unpack_from
+    u32 = struct.Struct("<I").unpack_from
+    epb = struct.Struct("<IIIII").unpack_from
+    interfaces: list[_Interface] = []
+    index = 0
+    last_ts = 0.0
+    pos = 0
+    while pos < size:
+        if pos + 12 > size:
+            yield CaptureProblem(
+                path, None, "truncated-file", f"block header cut at byte {pos} of {size}"
+            )
+            return
+        if mm[pos : pos + 4] == _PCAPNG_MAGIC:  # a section header: byte order may change
+            bom = mm[pos + 8 : pos + 12]
+            if bom == b"\x4d\x3c\x2b\x1a":
+                order = "<"
+            elif bom == b"\x1a\x2b\x3c\x4d":
+                order = ">"
+            else:
+                yield CaptureProblem(
+                    path,
+                    None,
+                    "corrupt-file",
+                    f"section header at byte {pos}: bad byte-order magic",
+                )
+                return
+            head = struct.Struct(order + "II").unpack_from
+            u32 = struct.Struct(order + "I").unpack_from
+            epb = struct.Struct(order + "IIIII").unpack_from
+            interfaces = []
+        block_type, block_len = head(mm, pos)
+        if block_len < 12 or block_len % 4 or block_len > _MAX_BLOCK:
+            yield CaptureProblem(
+                path, None, "corrupt-file", f"block at byte {pos} has length {block_len}"
+            )
+            return
+        if pos + block_len > size:
+            yield CaptureProblem(
+                path,
+                None,
+                "truncated-file",
+                f"block at byte {pos} needs {block_len} bytes, {size - pos} left",
+            )
+            return
+        if u32(mm, pos + block_len - 4)[0] != block_len:
+            yield CaptureProblem(
+                path, None, "corrupt-file", f"block at byte {pos}: trailing length differs"
+            )
+            return
+        body_start = pos + 8
+        body_end = pos + block_len - 4
+        pos += block_len
+        if block_type in (_EPB, _PB):
+            if body_end - body_start < 20:
+                yield CaptureProblem(path, index, "malformed-packet", "packet block too short")
+                index += 1
+                continue
+            iface_id, high, low, caplen, wire_len = epb(mm, body_start)
+            if block_type == _PB:  # 16-bit interface id, then a 16-bit drops count
+                iface_id = struct.unpack_from(order + "H", mm, body_start)[0]
+            data = body_start + 20
+            if iface_id >= len(interfaces):
+                yield CaptureProblem(
+                    path, index, "malformed-packet", f"unknown interface id {iface_id}"
+                )
+                index += 1
+                continue
+            if data + caplen > body_end:
+                yield CaptureProblem(
+                    path, index, "malformed-packet", f"captured length {caplen} exceeds block"
+                )
+                index += 1
+                continue
+            iface = interfaces[iface_id]
+            ts = ((high << 32) | low) / iface.divisor + iface.offset
+            last_ts = ts
+        elif block_type == _SPB:
+            # No interface id (always 0) and no timestamp: the previous packet's is the best guess.
+            if not interfaces or body_end - body_start < 4:
+                yield CaptureProblem(path, index, "malformed-packet", "simple packet block")
+                index += 1
+                continue
+            wire_len = u32(mm, body_start)[0]
+            data = body_start + 4
+            caplen = min(wire_len, body_end - data)
+            iface = interfaces[0]
+            iface_id = 0
+            ts = last_ts
+        else:
+            if block_type == _IDB:
+                if body_end - body_start < 8:
+                    yield CaptureProblem(
+                        path, None, "corrupt-file", f"interface block at byte {pos} too short"
+                    )
+                    return
+                iface = _parse_idb(mm[body_start:body_end], order)
+                if not iface.supported:
+                    yield CaptureProblem(
+                        path,
+                        None,
+                        "unsupported-link-type",
+                        f"interface {len(interfaces)}: link type {iface.link} (packets skipped)",
+                    )
+                interfaces.append(iface)
+            continue  # other blocks: name resolution, statistics, custom...
+        if iface.supported:
+            item = parse(mm, data, data + caplen, iface.link, index, ts, wire_len)
+            if item is not None:
+                yield item
+                if parser.cut:
+                    yield _cut_problem(parser, index, caplen, wire_len)
+        index += 1
+
+
+def is_capture_file(path: str) -> bool:
+    """Whether ``path`` is a readable file starting with a pcap or pcapng magic number, plain
+    or gzip-compressed."""
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(4)
+            if magic[:2] == _GZIP_MAGIC:
+                f.seek(0)
+                with gzip.GzipFile(fileobj=f) as unzipped:
+                    magic = unzipped.read(4)
+    except (OSError, EOFError, zlib.error):
+        return False
+    return magic in _PCAP_MAGICS or magic == _PCAPNG_MAGIC
+
+
+def capture_files(paths: Sequence[str]) -> list[str]:
+    """Expand files and folders into a sorted, de-duplicated list of capture files.
+
+    Folders are walked recursively (symbolic links to folders are not followed) and keep only
+    files whose magic number is pcap or pcapng, whatever their name. Paths naming a file are
+    kept as given even if they are not captures, so that :func:`read_capture` reports them
+    (``not-a-capture``, ``unreadable``) instead of dropping them unseen.
+    """
+    found: set[str] = set()
+    for path in paths:
+        if os.path.isdir(path):
+            for root, dirs, files in os.walk(path):
+                dirs.sort()
+                for name in files:
+                    full = os.path.join(root, name)
+                    if is_capture_file(full):
+                        found.add(full)
+        else:
+            found.add(path)
+    return sorted(found)
