@@ -19,8 +19,13 @@ Problems do not stop the dissector. A decode error is reported, then the dissect
 resynchronises on the next plausible frame start (see :meth:`StreamDissector._scan`) and
 carries on. Content out of sequence (a body without its header, a method before the previous
 message is complete, a message unfinished at the end) is checked with a
-:class:`~amqp_codec.MessageAssembler` and reported as a 505 problem whose source is
-``content-sequence``.
+:class:`~amqp_codec.MessageAssembler` (99-0 framesets with a
+:class:`~amqp_codec.wire010.DraftMessageAssembler`) and reported as a 505 problem whose
+source is ``content-sequence``. 99-0's 12-byte frame header has its own resync heuristic
+(:meth:`StreamDissector._scan_draft`).
+
+Bytes missing from a capture (a TCP gap) are announced with :meth:`StreamDissector.gap`:
+the dissector resynchronises after them as after a decode error.
 
 Memory is bounded by the largest frame (or resync candidate) plus one chunk, and by the
 bodies of messages in progress, which the assembler keeps until they complete (at most
@@ -56,6 +61,9 @@ from .frames import (
     ProtocolHeader,
 )
 from .protocol import ProtocolSpec
+from .wire010 import frames as wire010
+from .wire010.assembly import DraftMessageAssembler
+from .wire010.frames import DraftBodyFrame, DraftHeaderFrame, DraftHeartbeatFrame, DraftMethodFrame
 
 __all__ = [
     "DEFAULT_SPEC",
@@ -84,6 +92,14 @@ _SEQUENCE = "content-sequence"
 _unpack_frame_header = struct.Struct(">BHI").unpack_from
 # Resync: a frame can only start on one of the known frame-type octets.
 _FRAME_TYPE_OCTET = re.compile(b"[\x01\x02\x03\x08]")
+# 99-0 resync: a flags octet (upper nibble zero) followed by a known segment type octet.
+_DRAFT_FRAME_START = re.compile(b"[\x00-\x0f][\x01\x02\x03\x08]")
+_DRAFT_TYPES: dict[type, str] = {
+    DraftMethodFrame: "method",
+    DraftHeaderFrame: "header",
+    DraftBodyFrame: "body",
+    DraftHeartbeatFrame: "heartbeat",
+}
 
 
 # ------------------------------------------------------------------------------------------
@@ -272,6 +288,7 @@ class StreamDissector:
         #: Counts so far; complete once :meth:`finish` has returned.
         self.stats = FileStats(name)
         self._assembler = MessageAssembler()
+        self._draft_assembler = DraftMessageAssembler()  # 99-0 framesets
         self._events: list[Event] = []
         self._decoder = FrameDecoder(spec, frame_max=self.frame_max or None)
         self._decoder_base = 0  # stream offset where the current decoder started
@@ -285,6 +302,7 @@ class StreamDissector:
         self._done = False  # nothing more to decode: unsupported protocol, or skipped to end
         self._eof = False
         self._tuned_frame_max = 0
+        self._end = 0  # stream offset just after the last byte fed (lost bytes count too)
 
     # -- public API -----------------------------------------------------------------------
 
@@ -305,11 +323,39 @@ class StreamDissector:
         if data:
             chunk = bytes(data)
             self.stats.bytes += len(chunk)
+            self._end += len(chunk)
             if not self._done:
                 self._window += chunk
                 if not self._scanning:
                     self._decoder.receive_data(chunk)
                 self._run()
+        return self._take_events()
+
+    def gap(self, length: int) -> list[Event]:
+        """The next ``length`` stream bytes were lost (a hole in a capture); return events.
+
+        Stream offsets after the gap count the lost bytes; ``0`` says that an unknown number
+        of bytes was lost and offsets go on as they were (a capture that starts in the middle
+        of a connection: ``gap(0)`` before its first bytes). A frame cut by the gap is lost: the
+        dissector resynchronises on the first plausible frame start after it (the skipped
+        range, gap included, is a :class:`ResyncEvent`), and content sequence checks restart
+        as for a capture that begins mid-stream. The gap itself is not reported: the caller
+        knows where it lies.
+        """
+        if self._eof:
+            raise RuntimeError("gap() after finish()")
+        if length < 0:
+            raise ValueError(f"gap length must be 0 or more, not {length}")
+        if not self._done:
+            if not self._scanning:
+                # Every whole frame has been taken: the decoder holds at most a partial one.
+                self._skip_start = self._decoder_base + self._decoder.offset
+                self._scanning = True
+            self._forget()
+        self._end += length
+        self._window = bytearray()
+        self._window_base = self._end
+        self._scan_pos = self._end
         return self._take_events()
 
     def finish(self) -> list[Event]:
@@ -324,10 +370,10 @@ class StreamDissector:
             if not self._scanning:
                 self._decoder.receive_data(b"")
             self._run()
-        for error in self._assembler.unfinished():
+        for error in self._assembler.unfinished() + self._draft_assembler.unfinished():
             self._problem(
                 _problem_from_error(
-                    error, self._spec or DEFAULT_SPEC, self.stats.bytes, 0, source=_SEQUENCE
+                    error, self._spec or DEFAULT_SPEC, self._end, 0, source=_SEQUENCE
                 )
             )
         if self._spec is not None:
@@ -339,6 +385,11 @@ class StreamDissector:
     def _take_events(self) -> list[Event]:
         events, self._events = self._events, []
         return events
+
+    def _forget(self) -> None:
+        """Frames may have been lost: content sequence checks restart."""
+        self._assembler.forget()
+        self._draft_assembler.forget()
 
     def _problem(self, problem: Problem) -> None:
         self.stats.problems += 1
@@ -392,13 +443,20 @@ class StreamDissector:
         if stats.frames == 0 and not stats.problems:
             # Content sequence can only be checked from the start of a connection.
             starts = isinstance(frame, ProtocolHeader) or (
-                isinstance(frame, MethodFrame) and frame.method.NAME == "connection.start"
+                isinstance(frame, (MethodFrame, DraftMethodFrame))
+                and frame.method.NAME == "connection.start"
             )
             if not starts:
-                self._assembler.forget()
+                self._forget()
         stats.frames += 1
         if isinstance(frame, ProtocolHeader):
             stats.by_type[PROTOCOL_HEADER_NAME] += 1
+        elif type(frame) in _DRAFT_TYPES:
+            stats.by_type[_DRAFT_TYPES[type(frame)]] += 1
+            if isinstance(frame, DraftMethodFrame):
+                stats.methods[frame.method.NAME] += 1
+                if frame.method.NAME in ("connection.tune", "connection.tune-ok"):
+                    self._tuned_frame_max = int(getattr(frame.method, "frame_max", 0) or 0)
         elif isinstance(frame, MethodFrame):
             stats.by_type["method"] += 1
             stats.methods[frame.method.NAME] += 1
@@ -412,7 +470,9 @@ class StreamDissector:
             stats.by_type["heartbeat"] += 1
         self._events.append(FrameEvent(start, end, frame))
         try:
-            self._assembler.feed(frame)  # whole messages are not needed, only the checks
+            # Whole messages are not needed, only the checks; each ignores the other's frames.
+            self._assembler.feed(frame)
+            self._draft_assembler.feed(frame)
         except AMQPDecodeError as error:
             self._problem(_problem_from_error(error, spec, start, 0, source=_SEQUENCE))
 
@@ -423,7 +483,7 @@ class StreamDissector:
         self._problem(
             _problem_from_error(exc, spec or DEFAULT_SPEC, start, base, note=note, fatal=fatal)
         )
-        self._assembler.forget()
+        self._forget()
         if fatal:
             self._done = True
             self._window = bytearray()
@@ -465,6 +525,8 @@ class StreamDissector:
         window = self._window
         base = self._window_base
         spec = self._spec or DEFAULT_SPEC
+        if spec.wire_format != "0-9":
+            return self._scan_draft(spec)
         limit = self._resync_limit()
         n = len(window)
         pos = self._scan_pos - base
@@ -491,6 +553,52 @@ class StreamDissector:
                 continue
             self._resume(base + pos, spec)
             return True
+        return self._scan_waits(pos)
+
+    def _scan_draft(self, spec: ProtocolSpec) -> bool:
+        """:meth:`_scan` for 99-0's 12-byte frame header.
+
+        A candidate at offset p is believed when its flags octet has a zero upper nibble and
+        its type octet is a known segment type; the header's reserved octets are zero and its
+        size (header included) is at least 12 and at most the ``frame_max`` given (else the
+        16-bit field's own limit); a method or header frame holds a whole segment (b and e set);
+        a header or body frame is on a non-zero channel, a heartbeat has no payload; the octet
+        at p + size is 0xCE; and the frame decodes on its own with the stream's spec.
+        """
+        window = self._window
+        base = self._window_base
+        limit = min(self.frame_max or wire010.MAX_FRAME_SIZE, wire010.MAX_FRAME_SIZE)
+        n = len(window)
+        pos = self._scan_pos - base
+        while True:
+            match = _DRAFT_FRAME_START.search(window, pos)
+            if match is None:
+                pos = max(pos, n - 1)  # the last octet may be a flags octet
+                break
+            pos = match.start()
+            if pos + wire010.HEADER_SIZE > n:
+                break
+            if not _draft_header_plausible(window, pos, limit):
+                pos += 1
+                continue
+            end = pos + int.from_bytes(window[pos + 2 : pos + 4], "big")
+            if end >= n:
+                if self._eof:
+                    pos += 1
+                    continue
+                break  # wait for the rest of this candidate
+            if window[end] != FRAME_END or not self._decodes(bytes(window[pos : end + 1]), spec):
+                pos += 1
+                continue
+            self._resume(base + pos, spec)
+            return True
+        return self._scan_waits(pos)
+
+    def _scan_waits(self, pos: int) -> bool:
+        """No frame start found before window position ``pos``: wait there, or give up at
+        the end of the stream."""
+        base = self._window_base
+        n = len(self._window)
         self._scan_pos = base + pos
         if self._eof:
             self._events.append(ResyncEvent(self._skip_start, base + n, resumed=False))
@@ -526,6 +634,26 @@ class StreamDissector:
         if drop > 0:
             del self._window[:drop]
             self._window_base = offset
+
+
+def _draft_header_plausible(window: bytearray, pos: int, limit: int) -> bool:
+    """Whether the 12-byte 99-0 frame header at ``window[pos:]`` could start a real frame."""
+    try:
+        size = wire010.frame_size(bytes(window[pos : pos + wire010.HEADER_SIZE]), 0)
+    except AMQPDecodeError:
+        return False
+    if size > limit:
+        return False
+    flags, frame_type = window[pos], window[pos + 1]
+    channel = int.from_bytes(window[pos + 6 : pos + 8], "big")
+    whole = flags & wire010.WHOLE_SEGMENT == wire010.WHOLE_SEGMENT
+    if frame_type == wire010.FRAME_METHOD:
+        return whole and size >= wire010.HEADER_SIZE + 2
+    if frame_type == wire010.FRAME_HEADER:
+        return whole and channel != 0
+    if frame_type == wire010.FRAME_BODY:
+        return channel != 0
+    return size == wire010.HEADER_SIZE  # heartbeat
 
 
 def _header_plausible(frame_type: int, channel: int, size: int) -> bool:

@@ -16,6 +16,7 @@ import math
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any, TextIO
+from uuid import UUID
 
 from .base import FieldSpec, Properties
 from .dissect import PROTOCOL_HEADER_NAME, FileStats, Problem, class_name
@@ -33,8 +34,27 @@ from .frames import (
 )
 from .protocol import ProtocolSpec
 from .table import FieldArray, FieldTable, Timestamp, tag_for
+from .wire010 import frames as wire010
+from .wire010.frames import (
+    DraftBodyFrame,
+    DraftFrame,
+    DraftHeaderFrame,
+    DraftHeartbeatFrame,
+    DraftMethodFrame,
+)
+from .wire010.structs import PackedStruct
+from .wire010.table import Array as DraftArray
+from .wire010.table import FieldTable as DraftFieldTable
+from .wire010.table import Typed, type_info
 
-__all__ = ["HumanReporter", "JsonReporter", "Reporter", "display_name"]
+__all__ = [
+    "HumanReporter",
+    "JsonReporter",
+    "Reporter",
+    "display_name",
+    "draft_flag_names",
+    "json_struct",
+]
 
 #: Human output shows at most this many bytes (or characters) of a string field value.
 STRING_PREVIEW = 256
@@ -130,16 +150,62 @@ def _human_key(key: str) -> str:
     return _human_scalar(key)
 
 
+def _code_tag(code: int) -> str:
+    """A 99-0 type code as shown in place of a 0-9 tag: its spec name (``str16``)."""
+    info = type_info(code)
+    return info.name if info is not None else f"0x{code:02x}"
+
+
 def _table_entries(value: Mapping[str, Any]) -> list[tuple[str, str, Any]]:
     if isinstance(value, FieldTable):
         return value.entries()
+    if isinstance(value, DraftFieldTable):
+        return [(k, _code_tag(code), v) for k, code, v in value.entries()]
     return [(k, tag_for(v), v) for k, v in value.items()]
 
 
-def _array_items(value: Sequence[Any]) -> list[tuple[str, Any]]:
+def _array_items(value: Sequence[Any] | DraftArray) -> list[tuple[str, Any]]:
     if isinstance(value, FieldArray):
         return list(zip(value.tags, value, strict=True))
-    return [(tag_for(v), v) for v in value]
+    if isinstance(value, DraftArray):
+        return [(_code_tag(value.code), v) for v in value.values]
+    return [
+        (_code_tag(v.code), v.value) if isinstance(v, Typed) else (tag_for(v), v) for v in value
+    ]
+
+
+def _ranges(value: Sequence[tuple[int, int]]) -> str:
+    """An rfc1982-long-set as ``6-7, 9``."""
+    if not value:
+        return "(empty set)"
+    return ", ".join(str(lo) if lo == hi else f"{lo}-{hi}" for lo, hi in value)
+
+
+def _struct_fields(obj: PackedStruct) -> list[tuple[FieldSpec, Any]]:
+    """A 99-0 struct's present fields (a clear bit is absent, as its packing flag says)."""
+    return [
+        (spec, value)
+        for spec in obj.FIELDS
+        if (value := getattr(obj, spec.attr)) is not None and value is not False
+    ]
+
+
+def draft_flag_names(flags: int) -> list[str]:
+    """The segment flags set in a 99-0 frame header's flags octet, B E b e order."""
+    names = (
+        (wire010.FIRST_SEGMENT, "first-segment"),
+        (wire010.LAST_SEGMENT, "last-segment"),
+        (wire010.FIRST_FRAME, "first-frame"),
+        (wire010.LAST_FRAME, "last-frame"),
+    )
+    return [name for bit, name in names if flags & bit]
+
+
+def _draft_flags_text(flags: int) -> str:
+    letters = "".join(
+        c if flags & bit else "." for bit, c in zip((8, 4, 2, 1), "BEbe", strict=True)
+    )
+    return f"flags=0x{flags:02x}[{letters}]"
 
 
 def _count(n: int, one: str, many: str) -> str:
@@ -147,7 +213,15 @@ def _count(n: int, one: str, many: str) -> str:
 
 
 def _value_lines(label: str, value: Any, indent: str, lines: list[str]) -> None:
-    """Append ``label = value`` lines; tables and arrays nest one level deeper."""
+    """Append ``label = value`` lines; tables, arrays and structs nest one level deeper."""
+    if isinstance(value, PackedStruct):
+        present = _struct_fields(value)
+        lines.append(
+            f"{indent}{label}: struct {value.NAME}, {_count(len(present), 'field', 'fields')}"
+        )
+        for spec, item in present:
+            _value_lines(spec.name, item, indent + "    ", lines)
+        return
     if isinstance(value, Mapping):
         entries = _table_entries(value)
         if not entries:
@@ -157,7 +231,7 @@ def _value_lines(label: str, value: Any, indent: str, lines: list[str]) -> None:
         for key, tag, item in entries:
             _value_lines(f"{_human_key(key)} ({tag})", item, indent + "    ", lines)
         return
-    if isinstance(value, (FieldArray, list, tuple)):
+    if isinstance(value, (FieldArray, DraftArray, list, tuple)):
         items = _array_items(value)
         if not items:
             lines.append(f"{indent}{label} = [] (empty array)")
@@ -180,6 +254,9 @@ def _field_lines(
         label = spec.name
         if spec.reserved:
             label += " [reserved]"
+        if spec.wire_type == "rfc1982-long-set":
+            lines.append(f"{indent}{label} = {_ranges(value)}")
+            continue
         _value_lines(label, value, indent, lines)
     return lines
 
@@ -199,6 +276,11 @@ class HumanReporter(Reporter):
         if isinstance(frame, ProtocolHeader):
             version = ".".join(map(str, frame.version_bytes))
             self.out.write(f"{at}  PROTOCOL-HEADER  AMQP {version} ({end - offset} bytes)\n")
+            return
+        if isinstance(
+            frame, (DraftMethodFrame, DraftHeaderFrame, DraftBodyFrame, DraftHeartbeatFrame)
+        ):
+            self._draft_frame(at, end - offset, frame)
             return
         size = end - offset - FRAME_OVERHEAD
         head = f"{at}  {{:<9}} ch={frame.channel:<5} size={size:<7}"
@@ -230,6 +312,43 @@ class HumanReporter(Reporter):
             lines = [line.rstrip()]
         else:
             lines = [head.format("HEARTBEAT").rstrip()]
+        self.out.write("\n".join(lines) + "\n")
+
+    def _draft_frame(self, at: str, length: int, frame: DraftFrame) -> None:
+        """A 99-0 frame: as a 0-9 one, plus its segment flags and track."""
+        size = length - wire010.HEADER_SIZE - 1
+        head = (
+            f"{at}  {{:<9}} ch={frame.channel:<5} size={size:<7} {_draft_flags_text(frame.flags)}"
+        )
+        if frame.track:
+            head += f" track={frame.track}"
+        lines: list[str]
+        if isinstance(frame, DraftMethodFrame):
+            method = frame.method
+            lines = [
+                head.format("METHOD") + f" {method.NAME} ({method.CLASS_ID}.{method.METHOD_ID})"
+            ]
+            lines += _field_lines(type(method).FIELDS, method, "    ", only_present=False)
+        elif isinstance(frame, DraftHeaderFrame):
+            lines = [head.format("HEADER") + f" {_count(len(frame.structs), 'struct', 'structs')}"]
+            for struct in frame.structs:
+                lines.append(
+                    f"    {struct.NAME} (type {struct.TYPE_CODE}), "
+                    f"packing flags 0x{struct.flags:0{2 * struct.PACK_WIDTH}x}"
+                )
+                for spec, value in _struct_fields(struct):
+                    _value_lines(spec.name, value, "        ", lines)
+        elif isinstance(frame, DraftBodyFrame):
+            payload = frame.payload
+            line = head.format("BODY")
+            if self.body_preview:
+                shown = payload[: self.body_preview]
+                line += f" {shown!r}"
+                if len(payload) > len(shown):
+                    line += f"... (+{len(payload) - len(shown)} bytes)"
+            lines = [line]
+        else:
+            lines = [head.format("HEARTBEAT")]
         self.out.write("\n".join(lines) + "\n")
 
     def problem(self, name: str, problem: Problem) -> None:
@@ -288,6 +407,10 @@ def _json_value(value: Any) -> Any:
     """A JSON-ready value: bytes become {"hex": ...}, tables lists of entries with tags."""
     if value is None or isinstance(value, bool):
         return value
+    if isinstance(value, PackedStruct):
+        return json_struct(value)
+    if isinstance(value, UUID):
+        return str(value)
     if isinstance(value, int):
         return int(value)
     if isinstance(value, float):
@@ -303,9 +426,25 @@ def _json_value(value: Any) -> Any:
             {"key": _json_str(k), "tag": t, "value": _json_value(v)}
             for k, t, v in _table_entries(value)
         ]
-    if isinstance(value, (FieldArray, list, tuple)):
+    if isinstance(value, (FieldArray, DraftArray, list, tuple)):
         return [{"tag": t, "value": _json_value(v)} for t, v in _array_items(value)]
     return repr(value)
+
+
+def _json_field(spec: FieldSpec, value: Any) -> Any:
+    if spec.wire_type == "rfc1982-long-set" and value is not None:
+        return [[lo, hi] for lo, hi in value]
+    return _json_value(value)
+
+
+def json_struct(struct: PackedStruct) -> dict[str, Any]:
+    """A 99-0 struct as JSON: its name, type code, packing flags and present fields."""
+    return {
+        "struct": struct.NAME,
+        "type_code": struct.TYPE_CODE,
+        "packing_flags": struct.flags,
+        "fields": {spec.name: _json_field(spec, value) for spec, value in _struct_fields(struct)},
+    }
 
 
 class JsonReporter(Reporter):
@@ -330,6 +469,11 @@ class JsonReporter(Reporter):
                 version=[frame.major, frame.minor, frame.revision],
             )
             self._emit(obj)
+            return
+        if isinstance(
+            frame, (DraftMethodFrame, DraftHeaderFrame, DraftBodyFrame, DraftHeartbeatFrame)
+        ):
+            self._emit(self._draft_frame(obj, frame))
             return
         size = end - offset - FRAME_OVERHEAD
         if isinstance(frame, MethodFrame):
@@ -373,6 +517,48 @@ class JsonReporter(Reporter):
         else:
             obj.update(type="heartbeat", type_id=FRAME_HEARTBEAT, channel=frame.channel, size=size)
         self._emit(obj)
+
+    def _draft_frame(self, obj: dict[str, Any], frame: DraftFrame) -> dict[str, Any]:
+        """A 99-0 frame's object: as a 0-9 one, plus ``flags``, ``flag_names``, ``track``."""
+        common = {
+            "channel": frame.channel,
+            "size": obj["length"] - wire010.HEADER_SIZE - 1,
+            "flags": frame.flags,
+            "flag_names": draft_flag_names(frame.flags),
+            "track": frame.track,
+        }
+        if isinstance(frame, DraftMethodFrame):
+            method = frame.method
+            specs = type(method).FIELDS
+            obj.update(
+                type="method",
+                type_id=wire010.FRAME_METHOD,
+                **common,
+                method=method.NAME,
+                class_id=method.CLASS_ID,
+                method_id=method.METHOD_ID,
+                fields={s.name: _json_field(s, getattr(method, s.attr)) for s in specs},
+                reserved=[s.name for s in specs if s.reserved],
+            )
+        elif isinstance(frame, DraftHeaderFrame):
+            obj.update(
+                type="header",
+                type_id=wire010.FRAME_HEADER,
+                **common,
+                structs=[json_struct(s) for s in frame.structs],
+            )
+        elif isinstance(frame, DraftBodyFrame):
+            shown = frame.payload[: self.body_preview]
+            obj.update(
+                type="body",
+                type_id=wire010.FRAME_BODY,
+                **common,
+                payload_hex=shown.hex(),
+                payload_truncated=len(shown) < len(frame.payload),
+            )
+        else:
+            obj.update(type="heartbeat", type_id=wire010.FRAME_HEARTBEAT, **common)
+        return obj
 
     def problem(self, name: str, problem: Problem) -> None:
         self._emit(

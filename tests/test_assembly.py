@@ -308,3 +308,139 @@ def test_encode_message_accepts_bytes_like_bodies():
         data = encode_message(1, PUBLISH, PROPS, body, frame_max=10)
         _, sizes = _body_sizes(data, 1)
         assert sizes == [2, 1]
+
+
+# -- 99-0 framesets (amqp_codec.wire010.assembly) --------------------------------------------
+
+
+def _draft_frames(data: bytes) -> list[object]:
+    from amqp_codec import v0_10_draft
+
+    decoder = FrameDecoder(v0_10_draft.SPEC)
+    decoder.receive_data(data)
+    return list(decoder)
+
+
+def _draft_feed(frames, **kwargs) -> list[object]:  # type: ignore[no-untyped-def]
+    from amqp_codec.wire010.assembly import DraftMessageAssembler
+
+    assembler = DraftMessageAssembler(**kwargs)
+    return [m for m in (assembler.feed(f) for f in frames) if m is not None]
+
+
+def test_draft_worked_example_assembles():
+    from version_streams import DRAFT_EXAMPLE, DRAFT_STRUCTS, DRAFT_TRANSFER
+
+    from amqp_codec import v0_10_draft as draft
+    from amqp_codec.wire010.assembly import DraftMessage
+
+    data = DRAFT_EXAMPLE["transfer"] + DRAFT_EXAMPLE["header"] + DRAFT_EXAMPLE["body"]
+    (message,) = _draft_feed(_draft_frames(data))
+    assert message == DraftMessage(1, DRAFT_TRANSFER, DRAFT_STRUCTS, b"hello")
+    assert message.get(draft.MessageProperties).content_type == "text/plain"
+    assert message.named("delivery-properties").routing_key == "q"
+    assert message.named("no-such-struct") is None
+
+
+@pytest.mark.parametrize(
+    ("frame_max", "flags"),
+    [
+        (64, None),  # encode_draft_message: E on every body frame (0x06 0x04... 0x05)
+        (0, (0x02, 0x00, 0x00, 0x01, 0x05)),  # C++ client: E only on the last body frame
+    ],
+)
+def test_draft_split_body_ends_at_e_and_e(frame_max, flags):
+    from version_streams import DRAFT_STRUCTS, DRAFT_TRANSFER
+
+    from amqp_codec.wire010 import DraftBodyFrame, DraftHeaderFrame, DraftMethodFrame
+    from amqp_codec.wire010.frames import encode_draft_message
+
+    body = bytes(range(200))
+    if flags is None:
+        frames = _draft_frames(
+            encode_draft_message(3, DRAFT_TRANSFER, DRAFT_STRUCTS, body, frame_max=frame_max)
+        )
+        assert len(frames) > 4
+    else:
+        chunks = [body[i : i + 50] for i in range(0, 200, 50)] + [b""]
+        frames = [DraftMethodFrame(3, DRAFT_TRANSFER), DraftHeaderFrame(3, DRAFT_STRUCTS, 0x03)]
+        frames += [DraftBodyFrame(3, c, f) for c, f in zip(chunks, flags, strict=True)]
+    from amqp_codec.wire010.assembly import DraftMessageAssembler
+
+    assembler = DraftMessageAssembler()
+    results = [assembler.feed(f) for f in frames]
+    assert results[:-1] == [None] * (len(frames) - 1)
+    assert results[-1].body == body and not assembler.in_progress(3)
+
+
+def test_draft_empty_content_ends_at_the_header_or_an_empty_body():
+    from version_streams import DRAFT_TRANSFER
+
+    from amqp_codec.wire010 import DraftBodyFrame, DraftHeaderFrame, DraftMethodFrame
+
+    # C++ and Python: header with E, no body frame. Java: header 0x03 and an empty body 0x07.
+    cpp = [DraftMethodFrame(1, DRAFT_TRANSFER), DraftHeaderFrame(1, (), 0x07)]
+    java = [
+        DraftMethodFrame(1, DRAFT_TRANSFER),
+        DraftHeaderFrame(1, (), 0x03),
+        DraftBodyFrame(1, b""),
+    ]
+    for frames in (cpp, java):
+        (message,) = _draft_feed(frames)
+        assert message.body == b"" and message.structs == ()
+
+
+def test_draft_sequence_errors():
+    from version_streams import DRAFT_STRUCTS, DRAFT_TRANSFER
+
+    from amqp_codec import v0_10_draft as draft
+    from amqp_codec.wire010 import DraftBodyFrame, DraftHeaderFrame, DraftMethodFrame
+    from amqp_codec.wire010.assembly import DraftMessageAssembler
+
+    assembler = DraftMessageAssembler()
+    with pytest.raises(UnexpectedFrameError, match="body frame without a header segment"):
+        assembler.feed(DraftBodyFrame(1, b"x"))
+    with pytest.raises(UnexpectedFrameError, match="header segment without a content command"):
+        assembler.feed(DraftHeaderFrame(1, DRAFT_STRUCTS))
+    assembler.feed(DraftMethodFrame(1, DRAFT_TRANSFER))
+    assembler.feed(DraftHeaderFrame(1, DRAFT_STRUCTS, 0x03))
+    assembler.feed(DraftBodyFrame(1, b"he", 0x06))
+    (error,) = assembler.unfinished()
+    assert error.reply_code == 505 and "2 body bytes so far" in error.reason
+    with pytest.raises(
+        UnexpectedFrameError, match=r"before the frameset of message\.transfer"
+    ) as info:
+        assembler.feed(DraftMethodFrame(1, draft.Execution.Sync()))
+    assert (info.value.class_id, info.value.method_id) == (140, 50)
+    assert not assembler.in_progress(1) and assembler.unfinished() == []
+    # A second header segment in one frameset.
+    assembler.feed(DraftMethodFrame(2, DRAFT_TRANSFER))
+    assembler.feed(DraftHeaderFrame(2, DRAFT_STRUCTS, 0x03))
+    with pytest.raises(UnexpectedFrameError, match="header segment without"):
+        assembler.feed(DraftHeaderFrame(2, DRAFT_STRUCTS, 0x03))
+    # 0-9 frames are not its business.
+    assert assembler.feed(ContentBodyFrame(1, b"x")) is None
+
+
+def test_draft_limits_and_mid_stream():
+    from version_streams import DRAFT_STRUCTS, DRAFT_TRANSFER
+
+    from amqp_codec.wire010 import DraftBodyFrame, DraftHeaderFrame, DraftMethodFrame
+    from amqp_codec.wire010.assembly import DraftMessageAssembler
+
+    assembler = DraftMessageAssembler(max_body_size=10)
+    assembler.feed(DraftMethodFrame(1, DRAFT_TRANSFER))
+    assembler.feed(DraftHeaderFrame(1, DRAFT_STRUCTS, 0x03))
+    assembler.feed(DraftBodyFrame(1, b"x" * 6, 0x06))
+    with pytest.raises(LimitExceededError) as info:
+        assembler.feed(DraftBodyFrame(1, b"x" * 6, 0x05))
+    assert info.value.reply_code == 406 and not assembler.in_progress(1)
+    # Mid-stream: content on a channel with no method since is ignored until its next method.
+    late = DraftMessageAssembler(mid_stream=True)
+    assert late.feed(DraftHeaderFrame(1, DRAFT_STRUCTS, 0x03)) is None
+    assert late.feed(DraftBodyFrame(1, b"tail")) is None
+    assert late.feed(DraftMethodFrame(1, DRAFT_TRANSFER)) is None
+    assert late.feed(DraftHeaderFrame(1, DRAFT_STRUCTS, 0x07)).body == b""
+    late.feed(DraftMethodFrame(1, DRAFT_TRANSFER))
+    late.forget()
+    assert late.unfinished() == [] and late.feed(DraftBodyFrame(1, b"x")) is None

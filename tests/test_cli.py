@@ -742,7 +742,7 @@ def test_directory_is_an_io_error(capsys: pytest.CaptureFixture[str], tmp_path: 
         ["decode", "--frame-max", "abc", "x"],
         ["decode", "--frame-max", "8", "x"],
         ["decode", "--max-body-preview", "-1", "x"],
-        ["decode", "--spec", "0-8", "x"],
+        ["decode", "--spec", "0-7", "x"],  # 0-8 and 0-9-1 are supported
     ],
 )
 def test_usage_errors(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
@@ -829,3 +829,143 @@ def test_problem_details_do_not_depend_on_chunking(
     expected = run(capsys, "decode", path)
     monkeypatch.setattr(cli, "CHUNK_SIZE", 1)
     assert run(capsys, "decode", path) == expected
+
+
+# -- other versions: 0-8 and 99-0 -----------------------------------------------------------
+
+
+def test_draft_human_output(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from version_streams import draft_streams
+
+    client, server = draft_streams()
+    status, out, _ = run(capsys, "decode", write(tmp_path, client), write(tmp_path, server, "s"))
+    assert status == 0, out
+    assert "spec: AMQP 99-0 (detected from the protocol header)" in out
+    assert "spec: AMQP 99-0 (detected from connection.start's version fields)" in out
+    lines = frame_lines(out)
+    assert "HEARTBEAT" not in out
+    transfer = next(line for line in lines if "message.transfer" in line)
+    assert "METHOD    ch=1     size=17      flags=0x0b[B.be] message.transfer (120.10)" in transfer
+    header = lines[lines.index(transfer) + 1]
+    assert "HEADER    ch=1     size=60      flags=0x03[..be] 2 structs" in header
+    body = lines[lines.index(transfer) + 2]
+    assert body.endswith("BODY      ch=1     size=5       flags=0x07[.Ebe] b'hello'")
+    block = out[out.index(header) : out.index(body)]
+    assert "    delivery-properties (type 0), packing flags 0x0801\n" in block
+    assert "        routing-key = 'q'\n" in block
+    assert "    message-properties (type 1), packing flags 0x1908\n" in block
+    assert "        reply-to: struct reply-to, 2 fields\n" in block
+    assert "            exchange-name = 'ex'\n" in block
+    assert "        application-headers: table, 1 entry\n" in block
+    assert "            k (long-string) = 'v'\n" in block
+    assert "    destination = 'amq.direct'\n" in out
+    assert "connection.tune (10.30)" in out and "    frame-max = 65535\n" in out
+    assert "frames by type: body 1, header 1, method 6, protocol-header 1" in out
+
+
+def test_draft_json_output(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from version_streams import draft_streams
+
+    client, _server = draft_streams()
+    status, out, _ = run(capsys, "decode", "--json", write(tmp_path, client))
+    assert status == 0
+    frames = [o for o in json_lines(out) if o["kind"] == "frame"]
+    transfer = next(i for i, o in enumerate(frames) if o.get("method") == "message.transfer")
+    method, header, body = frames[transfer : transfer + 3]
+    assert method["type"] == "method" and method["type_id"] == 1
+    assert (method["length"], method["size"], method["flags"], method["track"]) == (30, 17, 11, 0)
+    assert method["flag_names"] == ["first-segment", "first-frame", "last-frame"]
+    assert (method["class_id"], method["method_id"]) == (120, 10)
+    assert method["fields"] == {
+        "ticket": 0,
+        "destination": "amq.direct",
+        "confirm-mode": 1,
+        "acquire-mode": 0,
+    }
+    assert header["type"] == "header" and (header["length"], header["size"]) == (73, 60)
+    assert header["structs"] == [
+        {
+            "struct": "delivery-properties",
+            "type_code": 0,
+            "packing_flags": 0x0801,
+            "fields": {"delivery-mode": 2, "routing-key": "q"},
+        },
+        {
+            "struct": "message-properties",
+            "type_code": 1,
+            "packing_flags": 0x1908,
+            "fields": {
+                "content-length": 5,
+                "reply-to": {
+                    "struct": "reply-to",
+                    "type_code": None,
+                    "packing_flags": 0x0300,
+                    "fields": {"exchange-name": "ex", "routing-key": "rk"},
+                },
+                "content-type": "text/plain",
+                "application-headers": [{"key": "k", "tag": "long-string", "value": "v"}],
+            },
+        },
+    ]
+    assert body["type"] == "body" and body["payload_hex"] == b"hello".hex()
+    assert (body["size"], body["flag_names"]) == (5, ["last-segment", "first-frame", "last-frame"])
+    summary = json_lines(out)[-1]
+    assert summary["frames_by_type"] == {"body": 1, "header": 1, "method": 6, "protocol-header": 1}
+
+
+def test_draft_method_values_uuid_and_range_set(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    import uuid
+
+    from version_streams import draft_frames
+
+    from amqp_codec import v0_10_draft as draft
+    from amqp_codec.wire010 import DraftMethodFrame
+
+    session = uuid.UUID("12345678-1234-5678-1234-567812345678")
+    data = draft_frames(
+        DraftMethodFrame(1, draft.Session.Attached(session_id=session, detached_lifetime=9)),
+        DraftMethodFrame(
+            1,
+            draft.Execution.Complete(
+                cumulative_execution_mark=4, ranged_execution_set=((6, 7), (9, 9))
+            ),
+        ),
+    )
+    path = write(tmp_path, data)
+    status, out, _ = run(capsys, "decode", "--spec", "99-0", path)
+    assert status == 0, out
+    assert f"    session-id = UUID('{session}')\n" in out
+    assert "    ranged-execution-set = 6-7, 9\n" in out
+    status, out, _ = run(capsys, "decode", "--json", "--spec", "99-0", path)
+    attached, complete = [o for o in json_lines(out) if o["kind"] == "frame"]
+    assert attached["fields"]["session-id"] == str(session)
+    assert complete["fields"]["ranged-execution-set"] == [[6, 7], [9, 9]]
+
+
+def test_v0_8_output(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from version_streams import v08_streams
+
+    client, _server = v08_streams()
+    status, out, _ = run(capsys, "decode", write(tmp_path, client))
+    assert status == 0, out
+    assert "spec: AMQP 0-8 (detected from the protocol header)" in out
+    lines = frame_lines(out)
+    assert "PROTOCOL-HEADER  AMQP 1.1.8.0 (8 bytes)" in lines[0]
+    assert "basic.publish (60.40)" in lines[5]
+    assert "HEADER    ch=1     size=" in lines[6]
+    assert "class 60 (basic), body-size 300, weight 0" in lines[6]
+    assert "BODY      ch=1     size=200" in lines[7] and "BODY      ch=1     size=100" in lines[8]
+    assert "connection.close (10.60)" in lines[9]
+    assert "    cluster-id = 'c1'\n" in out
+    status, out, _ = run(capsys, "decode", "--json", write(tmp_path, client))
+    objs = json_lines(out)
+    assert objs[0] == {
+        "kind": "spec",
+        "file": objs[0]["file"],
+        "spec": "0-8",
+        "detected_by": "protocol header",
+    }
+    close = [o for o in objs if o.get("method") == "connection.close"]
+    assert close and close[0]["fields"]["method-id"] == 50

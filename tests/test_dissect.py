@@ -395,3 +395,122 @@ def test_dissect_does_not_import_the_command_line_or_reporters() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert result.stdout.strip() == "[]"
+
+
+# -- other versions: 0-8 and 99-0 (12-byte frame header) -----------------------------------
+
+
+def _draft_client() -> tuple[bytes, list[int]]:
+    from version_streams import draft_streams
+
+    client, _server = draft_streams()
+    ends = [8]
+    while ends[-1] < len(client):  # each frame's size field counts its 12-byte header
+        ends.append(ends[-1] + int.from_bytes(client[ends[-1] + 2 : ends[-1] + 4], "big") + 1)
+    return client, ends
+
+
+def test_draft_stream_frames_sizes_and_stats() -> None:
+    from version_streams import DRAFT_MESSAGE
+
+    from amqp_codec import v0_10_draft as draft
+    from amqp_codec.wire010 import DraftBodyFrame, DraftHeaderFrame, DraftMethodFrame
+
+    client, ends = _draft_client()
+    events = dissect(client, 5)
+    assert kinds(events)[:2] == ["SpecEvent", "FrameEvent"] and not problems(events)
+    assert events[0] == SpecEvent(draft.SPEC, "protocol header")
+    frames = frame_events(events)
+    assert [(e.offset, e.end) for e in frames] == list(zip([0, *ends[:-1]], ends, strict=True))
+    assert tuple(e.frame for e in frames[5:8]) == DRAFT_MESSAGE
+    assert [type(e.frame) for e in frames[5:8]] == [
+        DraftMethodFrame,
+        DraftHeaderFrame,
+        DraftBodyFrame,
+    ]
+    dissector = StreamDissector()
+    dissector.feed(client)
+    dissector.finish()
+    stats = dissector.stats
+    assert stats.spec == "99-0" and stats.frames == len(ends)
+    assert dict(stats.by_type) == {"protocol-header": 1, "method": 6, "header": 1, "body": 1}
+    assert stats.methods["message.transfer"] == 1 and stats.methods["connection.close"] == 1
+
+
+def test_draft_corrupted_frame_resyncs_on_the_next_12_byte_header() -> None:
+    client, ends = _draft_client()
+    transfer = ends[4]  # message.transfer starts here
+    bad_end = ends[5] - 1  # its 0xCE octet
+    for chunk_size in (1, 3, None):
+        events = dissect(corrupt(client, bad_end, 0x00), chunk_size)
+        (problem,) = problems(events)
+        assert (problem.error, problem.reply_code) == ("FrameError", 501)
+        assert problem.frame_offset == transfer and problem.offset == bad_end
+        assert "frame-end octet is 0x00" in problem.reason
+        resyncs = [e for e in events if isinstance(e, ResyncEvent)]
+        assert resyncs == [ResyncEvent(transfer, ends[5], resumed=True)]
+        after = frame_events(events)[5:]
+        # The header segment that follows has lost its command: no content-sequence problem
+        # (the dissector forgets the channel's state after a decode error) until the next method.
+        assert [e.offset for e in after] == ends[5:-1]
+
+
+def test_draft_garbage_between_frames_is_skipped() -> None:
+    client, ends = _draft_client()
+    garbage = b"\x0f\x01\xff\xff\x00\x00\x00\x00junk\x0b\x01\x00"  # frame-like, but not plausible
+    data = client[: ends[3]] + garbage + client[ends[3] :]
+    events = dissect(data, 4)
+    resyncs = [e for e in events if isinstance(e, ResyncEvent)]
+    assert resyncs == [ResyncEvent(ends[3], ends[3] + len(garbage), resumed=True)]
+    assert len(frame_events(events)) == len(ends)
+    assert [p.error for p in problems(events)] == ["FrameError"]
+
+
+def test_draft_content_sequence_problems() -> None:
+    client, ends = _draft_client()
+    # The header segment is lost: the body frame has no header before it.
+    events = dissect(client[: ends[5]] + client[ends[6] :])
+    (problem,) = problems(events)
+    assert problem.source == "content-sequence" and problem.reply_code == 505
+    assert problem.reason == "body frame without a header segment before it"
+    assert problem.frame_offset == ends[5] and problem.channel == 1
+    # The stream ends inside the frameset.
+    events = dissect(client[: ends[6]])
+    (problem,) = problems(events)
+    assert problem.source == "content-sequence" and problem.method == "message.transfer"
+    assert "frameset of message.transfer was complete" in problem.reason
+
+
+def test_v0_8_stream() -> None:
+    from version_streams import V08_CLOSE, v08_streams
+
+    from amqp_codec import v0_8
+
+    client, server = v08_streams()
+    events = dissect(client, 7)
+    assert not problems(events)
+    assert events[0] == SpecEvent(v0_8.SPEC, "protocol header")
+    frames = frame_events(events)
+    assert [type(e.frame).__name__ for e in frames] == [
+        "ProtocolHeader",
+        *["MethodFrame"] * 5,
+        "ContentHeaderFrame",
+        "ContentBodyFrame",
+        "ContentBodyFrame",
+        "MethodFrame",
+    ]
+    assert frames[-1].frame == MethodFrame(0, V08_CLOSE) and frames[-1].end == len(client)
+    server_events = dissect(server)
+    assert server_events[0] == SpecEvent(v0_8.SPEC, "connection.start")
+    # A problem names 0-8 methods by 0-8's ids: 10.50 is connection.redirect there (and
+    # connection.close in 0-9-1). This one has no arguments at all.
+    truncated = b"\x01\x00\x00\x00\x00\x00\x04\x00\x0a\x00\x32\xce"
+    (problem,) = problems(dissect(server + truncated))
+    assert (problem.class_id, problem.method_id) == (10, 50)
+    assert problem.method == "connection.redirect" and problem.frame_offset == len(server)
+    interrupted = b"".join(
+        encode_frame(f)
+        for f in (MethodFrame(2, v0_8.Basic.Publish()), MethodFrame(2, v0_8.Channel.Flow()))
+    )
+    (problem,) = problems(dissect(server + interrupted))
+    assert problem.source == "content-sequence" and problem.method == "channel.flow"

@@ -6,9 +6,11 @@ package holds what its generated code calls and the frame layer:
 * :mod:`.values`: uuid, rfc1982-long-set, content and the string codecs;
 * :mod:`.table`: field tables, sequences and arrays, driven by the spec's type-code constants;
 * :mod:`.structs`: the struct base class, long-structs and header segments;
-* :mod:`.frames`: the 12-byte frame header, the frame classes and their codecs.
+* :mod:`.frames`: the 12-byte frame header, the frame classes and their codecs;
+* :mod:`.assembly`: framesets (command, header structs, body frames) into messages.
 """
 
+from .assembly import DraftMessage, DraftMessageAssembler
 from .frames import (
     DraftBodyFrame,
     DraftFrame,
@@ -67,6 +69,8 @@ __all__ = [
     "DraftFrame",
     "DraftHeaderFrame",
     "DraftHeartbeatFrame",
+    "DraftMessage",
+    "DraftMessageAssembler",
     "DraftMethodFrame",
     "FieldTable",
     "RangeSet",
