@@ -10,6 +10,9 @@ dissector resynchronises on the next plausible frame start and carries on. ``--j
 prints one JSON object per line instead (bytes as hex, see ``amqp-codec decode --help``).
 Exit status: 0 no problems, 1 problems found, 2 usage or I/O error.
 
+``amqp-codec analyze CAPTURE... --out DIR`` runs the capture analysis on Spark (see
+:mod:`amqp_codec.analyze`): Parquet tables and ``report.html`` from pcap/pcapng files.
+
 This module only parses arguments, reads the captures and wires things together: streams
 are read in 64 KiB chunks and fed to a :class:`~amqp_codec.dissect.StreamDissector`
 (decoding, resynchronisation, content checks), whose events go to a reporter from
@@ -25,7 +28,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import BinaryIO, TextIO
 
-from . import v0_9_1
+from . import v0_8, v0_9_1, v0_10_draft
+from .analyze.job import add_arguments, run_from_args
 from .dissect import (
     DEFAULT_SPEC,
     Event,
@@ -48,7 +52,11 @@ CHUNK_SIZE = 64 * 1024
 DEFAULT_BODY_PREVIEW = 64
 
 #: The protocol versions --spec accepts; "detect" lets the decoder find out.
-SPECS: dict[str, ProtocolSpec] = {"0-9-1": v0_9_1.SPEC}
+SPECS: dict[str, ProtocolSpec] = {
+    "0-9-1": v0_9_1.SPEC,
+    "0-8": v0_8.SPEC,
+    "99-0": v0_10_draft.SPEC,
+}
 
 EXIT_OK = 0
 EXIT_PROBLEMS = 1
@@ -84,6 +92,17 @@ resynchronisation:
   Field tables are lists of {"key", "tag", "value"}, arrays lists of {"tag", "value"};
   decimals are strings, timestamps integers, NaN and infinities the strings "nan",
   "inf", "-inf".
+
+99-0 (Qpid's 0-10 preview, 12-byte frame header):
+  Frames also show their segment flags, e.g. "flags=0x0b[B.be]" (B first segment of the
+  frameset, E last segment, b first frame of the segment, e last frame), and a non-zero
+  track; size is still the payload size. A header frame lists its structs
+  (delivery-properties, message-properties) with their present fields; a frameset ends
+  at the first frame with E and e set. In --json every frame adds flags, flag_names and
+  track, a header has "structs" (each {"struct", "type_code", "packing_flags", "fields"})
+  instead of class and properties, uuids are strings and rfc1982-long-sets lists of
+  [low, high]. Resynchronisation looks for the 12-byte header (reserved octets zero,
+  size of at least 12 and within --frame-max or 65535, 0xCE after it).
 
 exit status:
   0 no problems, 1 problems found, 2 usage or I/O error.
@@ -152,6 +171,16 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help=f"body bytes shown per body frame (default {DEFAULT_BODY_PREVIEW}; 0: none)",
     )
+    analyze = commands.add_parser(
+        "analyze",
+        help="analyse pcap/pcapng captures on Spark into Parquet tables and report.html",
+        description=(
+            "Analyse captured AMQP traffic (pcap or pcapng files, or folders of them) on Spark: "
+            "writes the Parquet tables frames, messages, connections and problems and a "
+            "self-contained report.html into --out. Needs the 'analyze' extra."
+        ),
+    )
+    add_arguments(analyze)
     return parser
 
 
@@ -251,6 +280,20 @@ def _decode(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_PROBLEMS if any(s.problems for s in results) else EXIT_OK
 
 
+def _analyze(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    try:
+        import plotly  # noqa: F401
+        import pyspark  # noqa: F401
+    except ImportError as exc:
+        err.write(f"amqp-codec analyze needs the 'analyze' extra ('amqp-codec[analyze]'): {exc}\n")
+        return EXIT_ERROR
+    try:
+        return run_from_args(args, out)
+    except OSError as exc:
+        err.write(f"amqp-codec analyze: {exc}\n")
+        return EXIT_ERROR
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run ``amqp-codec``; returns the exit status."""
     parser = build_parser()
@@ -259,6 +302,8 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # --help (0) or a usage error (2)
         return exc.code if isinstance(exc.code, int) else EXIT_ERROR
     out, err = sys.stdout, sys.stderr
+    if args.command == "analyze":
+        return _analyze(args, out, err)
     try:
         status = _decode(args, out, err)
         out.flush()

@@ -14,6 +14,8 @@ Modules:
 * :mod:`benchmarks.timing` -- timeit-based measurement (median of repeats, round-robin).
 * :mod:`benchmarks.report` -- the results table and the JSON file.
 * :mod:`benchmarks.profiling` -- cProfile of our side of the slow workloads.
+* :mod:`benchmarks.pipeline` -- the capture-analysis job on a generated 1 GB capture set,
+  against tshark, with 1 and 2 local cores (``python -m benchmarks.pipeline``).
 """
 
 TARGET_RATIO = 2.0

@@ -54,7 +54,7 @@ def quick_start() -> list[str]:
 def test_quick_start_has_exactly_two_commands() -> None:
     commands = quick_start()
     assert len(commands) == 2
-    assert "amqp-codec decode samples/" in commands[0]
+    assert "amqp-codec analyze samples/" in commands[0]
     assert "pytest" in commands[1]
 
 
@@ -63,14 +63,19 @@ def test_ci_runs_the_readme_test_command() -> None:
     assert quick_start()[1] in ci.splitlines()
 
 
-def test_main_job_runs_on_the_shipped_samples() -> None:
+def test_main_job_runs_on_the_shipped_samples(tmp_path: Path) -> None:
     command = quick_start()[0].split("&&")[-1].split()
-    assert command[0].endswith("amqp-codec")
-    samples = command[2:]
-    assert samples and all((ROOT / s).is_file() for s in samples)
-    result = _run(sys.executable, "-m", "amqp_codec", "decode", *samples)
+    assert command[0].endswith("amqp-codec") and command[1] == "analyze"
+    out = command.index("--out")
+    captures = command[2:out]
+    assert captures and all((ROOT / c).exists() for c in captures)
+    # As documented, with only the output folder moved out of the checkout.
+    args = [*command[1:out], "--out", str(tmp_path / "analysis"), *command[out + 2 :]]
+    result = _run(sys.executable, "-m", "amqp_codec", *args)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-    assert "basic.publish" in result.stdout and "basic.deliver" in result.stdout
+    for table in ("frames", "messages", "connections", "problems"):
+        assert any((tmp_path / "analysis" / table).glob("*.parquet")), table
+    assert (tmp_path / "analysis" / "report.html").stat().st_size > 0
 
 
 def test_readme_python_examples_run(monkeypatch: pytest.MonkeyPatch) -> None:

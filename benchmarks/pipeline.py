@@ -1,0 +1,403 @@
+"""Capture-analysis throughput: ``python -m benchmarks.pipeline [--size 1G] [--json FILE]``.
+
+On a generated multi-file capture set (``tools.gen_captures``: rotated pcap and pcapng files,
+many concurrent AMQP 0-9-1 connections, cached between runs), measures:
+
+* ``read_capture`` alone: :func:`amqp_codec.capture.packets.read_capture` over every file in
+  this process (packets parsed into TCP segments, nothing else);
+* the whole pipeline, :func:`amqp_codec.analyze.run` (read, shuffle by connection, reassemble,
+  decode, write four Parquet tables and ``report.html``), in local mode with 1 and with 2
+  cores (``local[1]``, ``local[2]``), each in a fresh process so each starts its own JVM:
+  the time is the job's own wall time (``Summary.seconds``, JVM start included);
+* ``tshark`` dissecting the same traffic as AMQP (``-d tcp.port==5672,amqp``) with TCP
+  reassembly, printing the type of every AMQP frame, over the set merged into one file with
+  ``mergecap`` (untimed: a rotated set is one capture to Wireshark once merged, and that is how
+  its connections that span files are reassembled). Said plainly when tshark is not installed.
+
+Every result is checked before it is reported: frames and messages counted by the pipeline,
+and frames dissected by tshark, against what the generator wrote. Figures are wall-clock
+time on whatever else the machine is doing: the load average is printed with each.
+MB/s is capture-file bytes (what ``ls -l`` shows) per second; frames/s is AMQP frames
+(protocol headers included for the pipeline, whose ``frames`` table has a row for each).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tools.gen_captures import GENERATOR_VERSION, CaptureSet, Counts, generate, parse_size
+
+__all__ = ["Result", "main"]
+
+DEFAULT_CACHE = Path(tempfile.gettempdir()) / "amqp-codec-bench-captures"
+
+# Runs in a child process: the job on MASTER, its summary as JSON on the last line.
+_JOB = """
+import json, sys
+from amqp_codec.analyze import run
+
+summary = run(json.loads(sys.argv[1]), sys.argv[2], master=sys.argv[3], progress=True)
+print(json.dumps({"seconds": summary.seconds, "counts": summary.counts}))
+"""
+
+
+@dataclass
+class Result:
+    """One measured row."""
+
+    name: str
+    seconds: float | None = None
+    cpu_seconds: float | None = None
+    frames: int | None = None
+    mb_per_s: float | None = None
+    mb_per_cpu_s: float | None = None
+    frames_per_s: float | None = None
+    check: str = ""
+    load: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def rates(self, file_bytes: int) -> None:
+        """Fill in MB/s, MB per CPU second and frames/s from the seconds."""
+        if self.cpu_seconds:
+            self.mb_per_cpu_s = file_bytes / 1e6 / self.cpu_seconds
+        if self.seconds:
+            self.mb_per_s = file_bytes / 1e6 / self.seconds
+            if self.frames is not None:
+                self.frames_per_s = self.frames / self.seconds
+
+
+def _load() -> tuple[float, float, float]:
+    return os.getloadavg()
+
+
+class TreeCpu:
+    """CPU seconds used by a process and all its descendants (JVM, Python workers), Linux.
+
+    Descendants a process does not wait for (the JVM a PySpark driver leaves behind) never
+    reach ``RUSAGE_CHILDREN``, so ``/proc`` is sampled every ``interval`` seconds instead; the
+    last sample of each process counts. CPU time is what tells work from waiting on a busy
+    machine, where wall-clock time also counts other people's jobs.
+    """
+
+    def __init__(self, root: int, interval: float = 0.25) -> None:
+        self.root = root
+        self.interval = interval
+        self.ticks: dict[tuple[int, str], int] = {}  # (pid, start time) -> utime + stime
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._hz = os.sysconf("SC_CLK_TCK")
+
+    def __enter__(self) -> TreeCpu:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    @property
+    def seconds(self) -> float:
+        """CPU seconds (user + system) seen so far."""
+        return sum(self.ticks.values()) / self._hz
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.sample()
+            self._stop.wait(self.interval)
+
+    def sample(self) -> None:
+        """Read every process's parent and CPU ticks; keep those below ``root``."""
+        stats: dict[int, tuple[int, str, int]] = {}
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    text = fh.read()
+            except OSError:
+                continue
+            fields = text[text.rindex(")") + 2 :].split()
+            # fields[1] is the parent pid, [11] and [12] utime and stime, [19] the start time
+            stats[int(entry)] = (int(fields[1]), fields[19], int(fields[11]) + int(fields[12]))
+        for pid, (_, start, ticks) in stats.items():
+            ancestor = pid
+            while ancestor > 1 and ancestor != self.root and ancestor in stats:
+                ancestor = stats[ancestor][0]
+            if ancestor == self.root:
+                self.ticks[(pid, start)] = ticks
+
+
+def capture_set(cache: Path, size: int, files: int, seed: int) -> tuple[CaptureSet, float]:
+    """The set from the cache if it was generated with the same arguments, else a new one."""
+    target = cache / f"set-{size}-{files}-{seed}-v{GENERATOR_VERSION}"
+    manifest = target / "manifest.json"
+    if manifest.exists():
+        data = json.loads(manifest.read_text())
+        paths = [target / name for name in data["files"]]
+        counts = Counts(**data["counts"])
+        if sum(p.stat().st_size for p in paths if p.exists()) == counts.file_bytes:
+            return CaptureSet(paths, counts, data["arguments"]), 0.0
+    shutil.rmtree(target, ignore_errors=True)
+    started = time.perf_counter()
+    result = generate(target, size, files, seed=seed)
+    return result, time.perf_counter() - started
+
+
+def bench_read_capture(files: list[Path], expected_packets: int) -> Result:
+    """Time read_capture over every file, in this process."""
+    from amqp_codec.capture.packets import CaptureProblem, read_capture
+
+    result = Result("read_capture (1 process)", load=_load())
+    segments = problems = payload = 0
+    cpu_started = time.process_time()
+    started = time.perf_counter()
+    for path in files:
+        for item in read_capture(str(path)):
+            if isinstance(item, CaptureProblem):
+                problems += 1
+            else:
+                segments += 1
+                payload += len(item.payload)
+    result.seconds = time.perf_counter() - started
+    result.cpu_seconds = time.process_time() - cpu_started
+    result.details = {
+        "segments": segments,
+        "problems": problems,
+        "payload_bytes": payload,
+        "packets": expected_packets,
+        "packets_per_s": expected_packets / result.seconds,
+    }
+    result.check = f"{segments:,} segments, {problems} problems"
+    if problems:
+        result.check += " (expected none)"
+    return result
+
+
+def bench_pipeline(
+    files: list[Path], counts: Counts, cores: int, scratch: Path, log: Path
+) -> Result:
+    """Time amqp_codec.analyze.run in local[cores], in a fresh child process.
+
+    The job's progress goes to ``log`` (a long run can be followed with ``tail -f``).
+    """
+    result = Result(f"pipeline local[{cores}]", load=_load())
+    out = scratch / f"out-local-{cores}"
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable)
+    job = [sys.executable, "-c", _JOB, json.dumps([str(p) for p in files]), str(out)]
+    started = time.perf_counter()
+    with log.open("w") as err:
+        child = subprocess.Popen(
+            [*job, f"local[{cores}]"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+            stdin=subprocess.DEVNULL,
+        )
+        with TreeCpu(child.pid) as cpu:
+            stdout, _ = child.communicate()
+    process_seconds = time.perf_counter() - started
+    result.cpu_seconds = cpu.seconds
+    shutil.rmtree(out, ignore_errors=True)
+    if child.returncode != 0:
+        tail = log.read_text(errors="replace").strip()[-2000:]
+        result.check = f"FAILED (exit {child.returncode}, log {log}): {tail}"
+        return result
+    summary = json.loads(stdout.strip().splitlines()[-1])
+    rows: dict[str, int] = summary["counts"]
+    result.seconds = float(summary["seconds"])
+    result.frames = rows.get("frames")
+    expected_frames = counts.frames + counts.protocol_headers
+    expected_messages = counts.published + counts.delivered + counts.got + counts.returned
+    wrong = []
+    if rows.get("frames") != expected_frames:
+        wrong.append(f"frames {rows.get('frames')} != {expected_frames}")
+    if rows.get("messages") != expected_messages:
+        wrong.append(f"messages {rows.get('messages')} != {expected_messages}")
+    if rows.get("connections") != counts.connections:
+        wrong.append(f"connections {rows.get('connections')} != {counts.connections}")
+    if rows.get("problems"):
+        wrong.append(f"{rows.get('problems')} problems (expected none)")
+    result.check = "WRONG: " + "; ".join(wrong) if wrong else "frames, messages, connections ok"
+    result.details = {"rows": rows, "process_seconds": process_seconds}
+    return result
+
+
+def bench_tshark(files: list[Path], counts: Counts, cache: Path) -> Result:
+    """Time tshark dissecting every AMQP frame of the merged set."""
+    result = Result("tshark (1 process)", load=_load())
+    tshark, mergecap = shutil.which("tshark"), shutil.which("mergecap")
+    if tshark is None or mergecap is None:
+        result.check = "tshark not installed: no comparison (Debian: apt-get install tshark)"
+        return result
+    version = subprocess.run([tshark, "--version"], capture_output=True, text=True, check=False)
+    merged = cache / f"{files[0].parent.name}-merged.pcapng"
+    if not merged.exists():
+        partial = merged.with_suffix(".partial")
+        subprocess.run([mergecap, "-w", str(partial), *map(str, files)], check=True)
+        partial.rename(merged)
+    command = [
+        tshark,
+        "-n",
+        "-r",
+        str(merged),
+        "-d",
+        "tcp.port==5672,amqp",
+        "-T",
+        "fields",
+        "-e",
+        "amqp.type",
+        "-E",
+        "occurrence=a",
+    ]
+    started = time.perf_counter()
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert proc.stdout is not None
+    # One line per packet, the types of its AMQP frames separated by commas.
+    frames = 0
+    with TreeCpu(proc.pid) as cpu:
+        for line in proc.stdout:
+            line = line.strip()
+            if line:
+                frames += line.count(b",") + 1
+        proc.wait()
+    result.seconds = time.perf_counter() - started
+    result.cpu_seconds = cpu.seconds
+    result.frames = frames
+    result.check = (
+        "every frame dissected"
+        if frames == counts.frames
+        else f"WRONG: {frames:,} frames dissected, {counts.frames:,} written"
+    )
+    result.details = {
+        "command": " ".join(command),
+        "version": version.stdout.splitlines()[0] if version.stdout else "",
+        "exit": proc.returncode,
+    }
+    return result
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def table(results: Sequence[Result]) -> str:
+    """The results as a text table."""
+    head = (
+        f"{'':<26} {'seconds':>9} {'MB/s':>8} {'frames/s':>10} {'CPU s':>8} {'MB/CPU s':>9}"
+        f"  {'load 1m':>7}  check"
+    )
+    lines = [head, "-" * len(head)]
+    for r in results:
+        lines.append(
+            f"{r.name:<26} {_fmt(r.seconds, '9.1f')} {_fmt(r.mb_per_s, '8.2f')} "
+            f"{_fmt(r.frames_per_s, '10,.0f')} {_fmt(r.cpu_seconds, '8.1f')} "
+            f"{_fmt(r.mb_per_cpu_s, '9.2f')}  {r.load[0]:7.2f}  {r.check}"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line entry point."""
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.pipeline",
+        description="Throughput of the capture-analysis pipeline against tshark.",
+    )
+    parser.add_argument("--size", type=parse_size, default=parse_size("1G"), help="default 1G")
+    parser.add_argument("--files", type=int, default=8, help="capture files (default 8)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--cache", type=Path, default=DEFAULT_CACHE, help=f"where sets are kept ({DEFAULT_CACHE})"
+    )
+    parser.add_argument(
+        "--cores", default="1,2", help="local[N] pipeline runs, comma-separated (default 1,2)"
+    )
+    parser.add_argument("--no-tshark", action="store_true", help="skip the tshark comparison")
+    parser.add_argument("--no-read", action="store_true", help="skip read_capture alone")
+    parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    args = parser.parse_args(argv)
+    cores = [int(c) for c in args.cores.split(",") if c.strip()]
+
+    args.cache.mkdir(parents=True, exist_ok=True)
+    captures, generated_in = capture_set(args.cache, args.size, args.files, args.seed)
+    c = captures.counts
+    files = captures.files
+    print(
+        f"capture set: {len(files)} files ({sum(p.suffix == '.pcapng' for p in files)} pcapng), "
+        f"{c.file_bytes / 1e6:,.1f} MB, {c.packets:,} packets, {c.connections:,} connections, "
+        f"{c.frames:,} frames, {c.published + c.delivered + c.got + c.returned:,} messages"
+        + (f"; generated in {generated_in:.1f} s" if generated_in else "; from the cache")
+    )
+    print(f"in {files[0].parent}")
+    print(f"python {platform.python_version()}, {os.cpu_count()} cores\n", flush=True)
+
+    results: list[Result] = []
+
+    def done(result: Result) -> None:
+        result.rates(c.file_bytes)
+        results.append(result)
+        print(table([result]).splitlines()[-1], flush=True)
+
+    print(table([]), flush=True)
+    if not args.no_read:
+        try:
+            done(bench_read_capture(files, c.packets))
+        except ImportError:
+            done(Result("read_capture (1 process)", check="not available"))
+    if not args.no_tshark:
+        done(bench_tshark(files, c, args.cache))
+    with tempfile.TemporaryDirectory(prefix="amqp-codec-bench-") as scratch:
+        for n in cores:
+            log = args.cache / f"pipeline-local-{n}.log"
+            print(f"  (running local[{n}]: progress in {log})", flush=True)
+            done(bench_pipeline(files, c, n, Path(scratch), log))
+    print()
+    print(table(results))
+    pipelines = [r for r in results if r.name.startswith("pipeline") and r.seconds]
+    one = next((r for r in pipelines if r.name == "pipeline local[1]"), None)
+    for r in pipelines:
+        if one and one.seconds and r is not one and r.seconds:
+            print(f"scaling: {r.name} is {one.seconds / r.seconds:.2f}x {one.name}")
+    tshark = next((r for r in results if r.name.startswith("tshark") and r.seconds), None)
+    if tshark and tshark.seconds:
+        for r in pipelines:
+            assert r.seconds
+            print(f"{r.name} / tshark: {tshark.seconds / r.seconds:.2f}x the speed")
+        print(f"tshark: {tshark.details['version']}\n  {tshark.details['command']}")
+
+    if args.json:
+        document = {
+            "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            "cpu_count": os.cpu_count(),
+            "capture_set": {
+                "dir": str(files[0].parent),
+                "files": [p.name for p in files],
+                "arguments": captures.arguments,
+                "counts": asdict(c),
+            },
+            "results": [asdict(r) for r in results],
+        }
+        Path(args.json).write_text(json.dumps(document, indent=2) + "\n")
+        print(f"\nresults written to {args.json}")
+    wrong = [r.name for r in results if r.check.startswith(("WRONG", "FAILED"))]
+    return 1 if wrong else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

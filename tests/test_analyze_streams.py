@@ -1,0 +1,377 @@
+"""One connection's segments to table rows, without Spark: gaps, detection, redaction, users."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+from spark_support import (
+    PASSWORD,
+    PROTOCOL_HEADER,
+    Conversation,
+    frames,
+    message_frames,
+    opening,
+    write_pcap,
+)
+
+from amqp_codec.analyze.streams import (
+    REDACTED,
+    analyze_connection,
+    method_fields,
+    user_name,
+)
+from amqp_codec.analyze.tables import PROPERTIES
+from amqp_codec.capture.packets import Segment, read_capture
+from amqp_codec.dissect import FrameEvent, ProblemEvent, ResyncEvent, StreamDissector
+from amqp_codec.frames import ContentBodyFrame, MethodFrame
+from amqp_codec.v0_9_1 import Basic, Channel, Connection
+
+
+def _segments(tmp_path: Path, *conversations: Conversation) -> list[Segment]:
+    path = write_pcap(tmp_path / "c.pcap", *conversations)
+    return [item for item in read_capture(str(path)) if isinstance(item, Segment)]
+
+
+def _tables(rows: Any) -> dict[str, list[tuple[Any, ...]]]:
+    out: dict[str, list[tuple[Any, ...]]] = {}
+    for table, row in rows:
+        out.setdefault(table, []).append(row)
+    return out
+
+
+# ------------------------------------------------------------------------------------------
+# StreamDissector.gap
+# ------------------------------------------------------------------------------------------
+
+FRAME1 = frames(MethodFrame(1, Channel.Open()))
+FRAME2 = frames(MethodFrame(1, Basic.Qos(prefetch_count=10)))
+FRAME3 = frames(MethodFrame(1, Basic.Ack(delivery_tag=5)))
+
+
+def _kinds(events: list[Any]) -> list[tuple[Any, ...]]:
+    out: list[tuple[Any, ...]] = []
+    for event in events:
+        if isinstance(event, FrameEvent):
+            out.append(("frame", event.offset, event.frame.method.NAME))
+        elif isinstance(event, ResyncEvent):
+            out.append(("resync", event.start, event.stop, event.resumed))
+        elif isinstance(event, ProblemEvent):
+            out.append(("problem", event.problem.offset))
+    return out
+
+
+def test_gap_at_a_frame_boundary_loses_only_that_frame() -> None:
+    dissector = StreamDissector()
+    events = dissector.feed(FRAME1) + dissector.gap(len(FRAME2)) + dissector.feed(FRAME3)
+    events += dissector.finish()
+    start3 = len(FRAME1) + len(FRAME2)
+    assert _kinds(events) == [
+        ("frame", 0, "channel.open"),
+        ("resync", len(FRAME1), start3, True),
+        ("frame", start3, "basic.ack"),
+    ]
+    assert dissector.stats.bytes == len(FRAME1) + len(FRAME3)  # bytes seen, not lost
+
+
+def test_gap_inside_a_frame_resumes_at_the_next_frame() -> None:
+    dissector = StreamDissector()
+    half = len(FRAME2) // 2
+    events = dissector.feed(FRAME1 + FRAME2[:half])
+    events += dissector.gap(len(FRAME2) - half - 2)
+    events += dissector.feed(FRAME2[-2:] + FRAME3) + dissector.finish()
+    start3 = len(FRAME1) + len(FRAME2)
+    assert _kinds(events) == [
+        ("frame", 0, "channel.open"),
+        ("resync", len(FRAME1), start3, True),
+        ("frame", start3, "basic.ack"),
+    ]
+
+
+def test_unknown_gap_before_the_first_byte() -> None:
+    dissector = StreamDissector()
+    events = dissector.gap(0) + dissector.feed(FRAME2[3:] + FRAME3) + dissector.finish()
+    start3 = len(FRAME2) - 3
+    assert _kinds(events) == [("resync", 0, start3, True), ("frame", start3, "basic.ack")]
+
+
+# ------------------------------------------------------------------------------------------
+# credentials
+# ------------------------------------------------------------------------------------------
+
+
+def test_user_names_without_passwords() -> None:
+    assert user_name("PLAIN", b"\x00alice\x00" + PASSWORD) == "alice"
+    assert user_name("PLAIN", b"alice") is None
+    table = b"\x05LOGINS\x00\x00\x00\x03bob\x08PASSWORDS\x00\x00\x00\x02pw"
+    assert user_name("AMQPLAIN", table) == "bob"
+    assert user_name("AMQPLAIN", b"\x05LOG") is None  # cut off: no user, no exception
+    assert user_name("EXTERNAL", b"") is None
+
+
+def test_responses_are_redacted() -> None:
+    start_ok = Connection.StartOk(response=b"\x00u\x00" + PASSWORD)
+    assert method_fields(start_ok)["response"] == REDACTED
+    assert method_fields(Connection.SecureOk(response=PASSWORD))["response"] == REDACTED
+    assert method_fields(Connection.Open(virtual_host="/v"))["virtual-host"] == "/v"
+
+
+# ------------------------------------------------------------------------------------------
+# detection, mid-stream captures, order of segments
+# ------------------------------------------------------------------------------------------
+
+
+def _session(conversation: Conversation, *, handshake: bool = True) -> Conversation:
+    if handshake:
+        conversation.handshake()
+    client, server = opening()
+    conversation.send("client", client).send("server", server)
+    conversation.send("client", frames(*message_frames(1, "ex", "rk", b"b" * 9000)), mss=700)
+    return conversation.fin("client").fin("server")
+
+
+def test_amqp_on_another_port_is_found_by_its_protocol_header(tmp_path: Path) -> None:
+    conversation = _session(Conversation(server=("10.1.0.2", 5555)))
+    rows = _tables(analyze_connection(_segments(tmp_path, conversation), ports={5672}))
+    assert len(rows["connections"]) == 1 and len(rows["messages"]) == 1
+    assert rows["connections"][0][2:6] == ("10.1.0.1", 40001, "10.1.0.2", 5555)
+
+
+def test_other_traffic_on_other_ports_is_ignored(tmp_path: Path) -> None:
+    web = Conversation(server=("10.1.0.2", 8080)).handshake()
+    web.send("client", b"GET / HTTP/1.0\r\n\r\n").send("server", b"HTTP/1.0 200 OK\r\n\r\n")
+    assert list(analyze_connection(_segments(tmp_path, web), ports={5672})) == []
+
+
+def test_a_connection_captured_mid_stream_is_decoded_after_a_resync(tmp_path: Path) -> None:
+    conversation = Conversation()
+    body = frames(*message_frames(1, "ex", "late", b"q" * 100))
+    conversation.send("client", b"\x00" * 5 + FRAME3 + body)  # starts inside some frame
+    rows = _tables(analyze_connection(_segments(tmp_path, conversation), ports={5672}))
+    gaps = [r for r in rows["problems"] if r[6] == "gap"]
+    assert len(gaps) == 1 and "unknown number" in gaps[0][-1]
+    assert [r[7] for r in rows["frames"]] == ["basic.ack", "basic.publish", None, None]
+    assert [r[8] for r in rows["messages"]] == ["late"]
+    connection = rows["connections"][0]
+    assert connection[6:8] == ("0-9-1", "assumed") and connection[24] == "open"
+
+
+def test_segment_order_and_retransmissions_do_not_change_rows(tmp_path: Path) -> None:
+    segments = _segments(tmp_path, _session(Conversation()))
+    expected = list(analyze_connection(segments, ports={5672}))
+    shuffled = segments + segments[5:9]  # retransmitted copies
+    random.Random(7).shuffle(shuffled)
+    assert list(analyze_connection(shuffled, ports={5672})) == expected
+
+
+def test_a_frame_out_of_sequence_carries_its_problem(tmp_path: Path) -> None:
+    conversation = Conversation().handshake()
+    client, server = opening()
+    conversation.send("client", client + frames(ContentBodyFrame(1, b"orphan")))
+    conversation.send("server", server)
+    rows = _tables(analyze_connection(_segments(tmp_path, conversation), ports={5672}))
+    body = [r for r in rows["frames"] if r[6] == "body"]
+    assert len(body) == 1 and "content body without a content header" in body[0][10]
+    problem = [r for r in rows["problems"] if r[6] == "content-sequence"]
+    assert [(r[5], r[8]) for r in problem] == [(body[0][4], 505)]
+
+
+def test_protocol_header_rows(tmp_path: Path) -> None:
+    conversation = _session(Conversation())
+    rows = _tables(analyze_connection(_segments(tmp_path, conversation), ports={5672}))
+    first = min((r for r in rows["frames"] if r[2] == "client"), key=lambda r: r[4])
+    assert (first[4], first[5], first[6], first[9]) == (0, None, "protocol-header", 8)
+    assert json.loads(first[8]) == {"protocol_id": 0, "version": [0, 9, 1]}
+    assert bytes(conversation.sent["client"][:8]) == PROTOCOL_HEADER
+
+
+def test_retransmitted_bytes_that_differ_are_a_problem(tmp_path: Path) -> None:
+    segments = _segments(tmp_path, _session(Conversation()))
+    data = [s for s in segments if s.payload and s.dport == 5672]
+    victim = data[3]
+    forged = Segment(
+        victim.capture,
+        999,
+        victim.ts + 0.5,
+        victim.src,
+        victim.sport,
+        victim.dst,
+        victim.dport,
+        victim.seq,
+        victim.flags,
+        b"X" * len(victim.payload),
+    )
+    clean = list(analyze_connection(segments, ports={5672}))
+    rows = list(analyze_connection([*segments, forged], ports={5672}))
+    extra = [row for row in rows if row not in clean]
+    assert [(r[1][6], r[1][7]) for r in extra if r[0] == "problems"] == [
+        ("tcp", "conflicting-overlap")
+    ]
+    assert [r for r in rows if r[0] == "frames"] == [r for r in clean if r[0] == "frames"]
+
+
+def test_an_unsupported_protocol_version_is_an_unknown_protocol(tmp_path: Path) -> None:
+    conversation = Conversation().handshake()
+    conversation.send("client", b"AMQP\x00\x01\x00\x00" + b"\x10" * 40)  # AMQP 1.0
+    conversation.send("server", b"AMQP\x00\x00\x09\x01").fin("server")
+    rows = _tables(analyze_connection(_segments(tmp_path, conversation), ports={5672}))
+    kinds = [(r[3], r[6], r[7]) for r in rows["problems"]]
+    assert ("client", "unknown-protocol", "UnsupportedProtocolError") in kinds
+    assert "frames" not in rows or all(r[2] == "server" for r in rows["frames"])
+    assert rows["connections"][0][24] == "tcp-fin"
+
+
+# ------------------------------------------------------------------------------------------
+# 0-8 and 99-0 connections
+# ------------------------------------------------------------------------------------------
+
+
+def _version_rows(tmp_path: Path, client: bytes, server: bytes) -> dict[str, list[Any]]:
+    conversation = Conversation().handshake()
+    conversation.send("client", client[:60]).send("server", server)
+    conversation.send("client", client[60:], mss=50).fin("client").fin("server")
+    return _tables(analyze_connection(_segments(tmp_path, conversation), ports={5672}))
+
+
+def test_v0_8_connection_rows(tmp_path: Path) -> None:
+    from version_streams import PASSWORD as OLD_PASSWORD
+    from version_streams import v08_streams
+
+    body = bytes(range(256)) + b"tail"
+    client, server = v08_streams(body)
+    rows = _version_rows(tmp_path, client, server)
+    assert "problems" not in rows
+    client_frames = sorted((r for r in rows["frames"] if r[2] == "client"), key=lambda r: r[4])
+    assert [(r[6], r[7]) for r in client_frames] == [
+        ("protocol-header", None),
+        ("method", "connection.start-ok"),
+        ("method", "connection.tune-ok"),
+        ("method", "connection.open"),
+        ("method", "channel.open"),
+        ("method", "basic.publish"),
+        ("header", None),
+        ("body", None),
+        ("body", None),
+        ("method", "connection.close"),
+    ]
+    assert sum(r[9] for r in client_frames) == len(client)
+    assert json.loads(client_frames[6][8])["properties"] == {
+        "content-type": "text/plain",
+        "priority": 4,
+        "cluster-id": "c1",
+    }
+    (message,) = rows["messages"]
+    assert message[6:9] == ("basic.publish", "amq.topic", "a.b")
+    assert message[14][0] == "text/plain" and message[14][4] == 4 and message[14][13] == "c1"
+    assert message[15] == len(body) and message[16] == hashlib.sha256(body).hexdigest()
+    (connection,) = rows["connections"]
+    assert connection[6:8] == ("0-8", "protocol header")
+    assert connection[12] == "old-client" and connection[15] == "RabbitMQ"
+    assert connection[19:24] == (10, 2048, 5, "/old", "olduser")
+    # 10.50 is connection.redirect in 0-8 (connection.close in 0-9-1).
+    assert connection[24:28] == ("client", 320, "redirected", "connection.redirect")
+    assert OLD_PASSWORD.decode() not in repr(rows)
+
+
+def test_draft_connection_rows(tmp_path: Path) -> None:
+    from version_streams import DRAFT_EXAMPLE, draft_streams
+    from version_streams import PASSWORD as DRAFT_PASSWORD
+
+    client, server = draft_streams()
+    for name in ("transfer", "header", "body"):  # the wire note's bytes are in the stream
+        assert DRAFT_EXAMPLE[name] in client
+    assert server.startswith(DRAFT_EXAMPLE["start"])
+    rows = _version_rows(tmp_path, client, server)
+    assert "problems" not in rows
+    frames_ = sorted(rows["frames"], key=lambda r: (r[2], r[4]))
+    client_frames = [r for r in frames_ if r[2] == "client"]
+    assert [(r[5], r[6], r[7]) for r in client_frames] == [
+        (None, "protocol-header", None),
+        (0, "method", "connection.start-ok"),
+        (0, "method", "connection.tune-ok"),
+        (0, "method", "connection.open"),
+        (1, "method", "session.open"),
+        (1, "method", "message.transfer"),
+        (1, "header", None),
+        (1, "body", None),
+        (0, "method", "connection.close"),
+    ]
+    transfer, header, body = client_frames[5:8]
+    assert (transfer[9], header[9], body[9]) == tuple(
+        len(DRAFT_EXAMPLE[n]) for n in ("transfer", "header", "body")
+    )
+    assert sum(r[9] for r in client_frames) == len(client)
+    assert json.loads(transfer[8]) == {
+        "ticket": 0,
+        "destination": "amq.direct",
+        "confirm-mode": 1,
+        "acquire-mode": 0,
+    }
+    structs = json.loads(header[8])["structs"]
+    assert [s["struct"] for s in structs] == ["delivery-properties", "message-properties"]
+    assert structs[0]["fields"] == {"delivery-mode": 2, "routing-key": "q"}
+    assert json.loads(client_frames[1][8])["response"] == REDACTED
+    server_frames = [r for r in frames_ if r[2] == "server"]
+    assert [r[7] for r in server_frames] == [
+        "connection.start",
+        "connection.tune",
+        "connection.open-ok",
+        "connection.close-ok",
+    ]
+    (message,) = rows["messages"]
+    assert message[4:12] == (
+        transfer[4],
+        1,
+        "message.transfer",
+        "amq.direct",
+        "q",
+        None,
+        None,
+        False,
+    )
+    properties = dict(zip([c for c, _ in PROPERTIES], message[14], strict=True))
+    assert properties["content_type"] == "text/plain"
+    assert properties["delivery_mode"] == 2
+    assert json.loads(properties["headers"]) == [{"key": "k", "tag": "long-string", "value": "v"}]
+    assert json.loads(properties["reply_to"])["fields"] == {
+        "exchange-name": "ex",
+        "routing-key": "rk",
+    }
+    assert message[15:17] == (5, hashlib.sha256(b"hello").hexdigest())
+    (connection,) = rows["connections"]
+    assert connection[6:8] == ("99-0", "protocol header")
+    assert connection[12] == "qpid.py" and connection[17:19] == ("PLAIN", "en_US")
+    # Negotiated from the 99-0 tune-ok.
+    assert connection[19:24] == (100, 4096, 0, "/draft", "draftuser")
+    # 120.10 is message.transfer in 99-0 (no such method in 0-9-1).
+    assert connection[24:28] == ("client", 530, "not allowed", "message.transfer")
+    assert connection[30:] == (len(client_frames) + len(server_frames), 1, 0)
+    assert DRAFT_PASSWORD.decode() not in repr(rows)
+
+
+def test_draft_delivery_and_server_only_capture(tmp_path: Path) -> None:
+    from version_streams import DRAFT_EXAMPLE, DRAFT_STRUCTS, draft_frames
+
+    from amqp_codec import v0_10_draft as draft
+    from amqp_codec.wire010 import DraftMethodFrame
+    from amqp_codec.wire010.frames import encode_draft_message
+
+    deliver = draft.Message.Transfer(destination="sub-1", confirm_mode=1, acquire_mode=1)
+    server = (
+        DRAFT_EXAMPLE["start"]
+        + draft_frames(DraftMethodFrame(1, draft.Session.Open()))
+        + encode_draft_message(1, deliver, DRAFT_STRUCTS, b"x" * 300, frame_max=100)
+    )
+    conversation = Conversation().handshake()
+    conversation.send("server", server).fin("server")
+    rows = _tables(analyze_connection(_segments(tmp_path, conversation), ports={5672}))
+    assert "problems" not in rows
+    (message,) = rows["messages"]
+    # Delivered by the broker: the destination names the subscription, not the exchange.
+    assert message[2] == "server" and message[6:10] == ("message.transfer", None, "q", "sub-1")
+    assert message[15] == 300
+    assert [r[6] for r in rows["frames"]].count("body") == 4
+    assert rows["connections"][0][6:8] == ("99-0", "connection.start")
