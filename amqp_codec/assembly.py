@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ._content import ContentTracker
 from .base import Method, Properties
 from .decoder import DEFAULT_MAX_BODY_SIZE
-from .errors import LimitExceededError, UnexpectedFrameError
+from .errors import LimitExceededError
 from .frames import ContentBodyFrame, ContentHeaderFrame, Frame, MethodFrame
 
 __all__ = ["Message", "MessageAssembler"]
@@ -44,7 +45,7 @@ class _Pending:
     chunks: list[bytes] = field(default_factory=list)
 
 
-class MessageAssembler:
+class MessageAssembler(ContentTracker[_Pending]):
     """Feed every frame of a connection direction; get a :class:`Message` when one completes.
 
     Frames that are not part of content (other methods, heartbeats, the protocol header) are
@@ -65,24 +66,7 @@ class MessageAssembler:
     def __init__(
         self, *, max_body_size: int = DEFAULT_MAX_BODY_SIZE, mid_stream: bool = False
     ) -> None:
-        self.max_body_size = max_body_size
-        self._pending: dict[int, _Pending] = {}
-        # False once frames may be missing: content frames are then only checked on
-        # channels in _known, the ones that had a method frame since.
-        self._all_known = not mid_stream
-        self._known: set[int] = set()
-
-    def in_progress(self, channel: int) -> bool:
-        """True while a message on ``channel`` is waiting for its header or body frames."""
-        return channel in self._pending
-
-    def forget(self) -> None:
-        """Frames may have been lost: drop every message in progress and, from now on,
-        ignore content frames on each channel until its next method frame (as ``mid_stream``).
-        """
-        self._pending.clear()
-        self._all_known = False
-        self._known.clear()
+        super().__init__(max_body_size=max_body_size, mid_stream=mid_stream)
 
     def feed(self, frame: Frame) -> Message | None:
         """Take one frame; return the message it completes, if any.
@@ -93,18 +77,10 @@ class MessageAssembler:
         """
         if type(frame) is MethodFrame:
             channel, method = frame.channel, frame.method
-            if not self._all_known:
-                self._known.add(channel)
-            interrupted = self._pending.pop(channel, None)
-            if method.HAS_CONTENT:
-                self._pending[channel] = _Pending(method)
+            pending = _Pending(method) if method.HAS_CONTENT else None
+            interrupted = self._method_seen(channel, method, pending)
             if interrupted is not None:
-                raise self._unexpected(
-                    f"{method.NAME} arrived before the content of {interrupted.method.NAME} "
-                    f"was complete ({self._progress(interrupted)})",
-                    channel,
-                    method,
-                )
+                raise self._interrupted(channel, method, interrupted)
             return None
         if type(frame) is ContentHeaderFrame:
             channel = frame.channel
@@ -154,25 +130,6 @@ class MessageAssembler:
             return self._complete(channel, pending)
         return None
 
-    def unfinished(self) -> list[UnexpectedFrameError]:
-        """A 505 error for each message still incomplete (at the end of the stream), by channel.
-
-        The state is left as it is: this only reports.
-        """
-        return [
-            self._unexpected(
-                f"stream ended before the content of {pending.method.NAME} was complete "
-                f"({self._progress(pending)})",
-                channel,
-                pending.method,
-            )
-            for channel, pending in sorted(self._pending.items())
-        ]
-
-    def _checked(self, channel: int) -> bool:
-        """Whether content frames on ``channel`` are checked (its state is known)."""
-        return self._all_known or channel in self._known
-
     def _complete(self, channel: int, pending: _Pending) -> Message | None:
         if pending.received < pending.body_size or pending.properties is None:
             return None
@@ -180,19 +137,7 @@ class MessageAssembler:
         body = pending.chunks[0] if len(pending.chunks) == 1 else b"".join(pending.chunks)
         return Message(channel, pending.method, pending.properties, body)
 
-    @staticmethod
-    def _progress(pending: _Pending) -> str:
+    def _progress(self, pending: _Pending) -> str:
         if pending.properties is None:
             return "no content header yet"
         return f"{pending.received} of {pending.body_size} body bytes"
-
-    @staticmethod
-    def _unexpected(
-        reason: str, channel: int, method: Method | None = None
-    ) -> UnexpectedFrameError:
-        return UnexpectedFrameError(
-            reason,
-            channel=channel,
-            class_id=method.CLASS_ID if method else 0,
-            method_id=method.METHOD_ID if method else 0,
-        )

@@ -18,8 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from amqp_codec._content import ContentTracker
 from amqp_codec.base import Method
-from amqp_codec.errors import LimitExceededError, UnexpectedFrameError
+from amqp_codec.errors import LimitExceededError
 
 from .frames import (
     LAST_FRAME,
@@ -71,28 +72,16 @@ class _Pending:
     chunks: list[bytes] = field(default_factory=list)
 
 
-class DraftMessageAssembler:
+class DraftMessageAssembler(ContentTracker[_Pending]):
     """Feed every frame of a 99-0 connection direction; get a :class:`DraftMessage` when one
     completes. Arguments and error handling as for :class:`~amqp_codec.MessageAssembler`."""
+
+    UNIT = "frameset"
 
     def __init__(
         self, *, max_body_size: int = DEFAULT_MAX_BODY_SIZE, mid_stream: bool = False
     ) -> None:
-        self.max_body_size = max_body_size
-        self._pending: dict[int, _Pending] = {}
-        self._all_known = not mid_stream
-        self._known: set[int] = set()
-
-    def in_progress(self, channel: int) -> bool:
-        """True while a message on ``channel`` is waiting for its header or body frames."""
-        return channel in self._pending
-
-    def forget(self) -> None:
-        """Frames may have been lost: drop every message in progress and ignore content
-        frames on each channel until its next method frame."""
-        self._pending.clear()
-        self._all_known = False
-        self._known.clear()
+        super().__init__(max_body_size=max_body_size, mid_stream=mid_stream)
 
     def feed(self, frame: object) -> DraftMessage | None:
         """Take one frame; return the message it completes, if any.
@@ -137,41 +126,17 @@ class DraftMessageAssembler:
             return self._complete(channel, pending, frame.flags)
         return None
 
-    def unfinished(self) -> list[UnexpectedFrameError]:
-        """A 505 error for each message still incomplete (at the end of the stream), by channel."""
-        return [
-            self._unexpected(
-                f"stream ended before the frameset of {pending.method.NAME} was complete "
-                f"({self._progress(pending)})",
-                channel,
-                pending.method,
-            )
-            for channel, pending in sorted(self._pending.items())
-        ]
-
     def _method(self, frame: DraftMethodFrame) -> DraftMessage | None:
         channel, method = frame.channel, frame.method
-        if not self._all_known:
-            self._known.add(channel)
-        interrupted = self._pending.pop(channel, None)
+        pending = _Pending(method) if method.HAS_CONTENT else None
+        interrupted = self._method_seen(channel, method, pending)
         message = None
-        if method.HAS_CONTENT:
-            pending = _Pending(method)
-            self._pending[channel] = pending
-            if frame.flags & _FRAMESET_END == _FRAMESET_END:  # a frameset of one segment
-                pending.structs = ()
-                message = self._complete(channel, pending, frame.flags)
+        if pending is not None and frame.flags & _FRAMESET_END == _FRAMESET_END:
+            pending.structs = ()  # a frameset of one segment: no header, no body
+            message = self._complete(channel, pending, frame.flags)
         if interrupted is not None:
-            raise self._unexpected(
-                f"{method.NAME} arrived before the frameset of {interrupted.method.NAME} "
-                f"was complete ({self._progress(interrupted)})",
-                channel,
-                method,
-            )
+            raise self._interrupted(channel, method, interrupted)
         return message
-
-    def _checked(self, channel: int) -> bool:
-        return self._all_known or channel in self._known
 
     def _complete(self, channel: int, pending: _Pending, flags: int) -> DraftMessage | None:
         if flags & _FRAMESET_END != _FRAMESET_END or pending.structs is None:
@@ -180,19 +145,7 @@ class DraftMessageAssembler:
         body = pending.chunks[0] if len(pending.chunks) == 1 else b"".join(pending.chunks)
         return DraftMessage(channel, pending.method, pending.structs, body)
 
-    @staticmethod
-    def _progress(pending: _Pending) -> str:
+    def _progress(self, pending: _Pending) -> str:
         if pending.structs is None:
             return "no header segment yet"
         return f"{pending.received} body bytes so far"
-
-    @staticmethod
-    def _unexpected(
-        reason: str, channel: int, method: Method | None = None
-    ) -> UnexpectedFrameError:
-        return UnexpectedFrameError(
-            reason,
-            channel=channel,
-            class_id=method.CLASS_ID if method else 0,
-            method_id=method.METHOD_ID if method else 0,
-        )

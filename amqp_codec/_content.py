@@ -1,0 +1,100 @@
+"""What the 0-9 and the 99-0 message assemblers share: per-channel state and its errors.
+
+Both keep one message in progress per channel, both may start mid-stream or lose frames
+(``forget``), and both report what is left unfinished at the end of a stream. They differ in
+how content is framed, which each subclass handles in ``feed``.
+"""
+
+from __future__ import annotations
+
+from typing import Generic, Protocol, TypeVar
+
+from .base import Method
+from .errors import UnexpectedFrameError
+
+
+class _Pending(Protocol):
+    method: Method
+
+
+P = TypeVar("P", bound=_Pending)
+
+
+class ContentTracker(Generic[P]):
+    """Per-channel messages in progress (of pending type ``P``) and the mid-stream rules."""
+
+    #: The word for a message's frames in error texts ("content", "frameset").
+    UNIT = "content"
+
+    def __init__(self, *, max_body_size: int, mid_stream: bool) -> None:
+        self.max_body_size = max_body_size
+        self._pending: dict[int, P] = {}
+        # False once frames may be missing: content frames are then only checked on
+        # channels in _known, the ones that had a method frame since.
+        self._all_known = not mid_stream
+        self._known: set[int] = set()
+
+    def in_progress(self, channel: int) -> bool:
+        """True while a message on ``channel`` is waiting for its header or body frames."""
+        return channel in self._pending
+
+    def forget(self) -> None:
+        """Frames may have been lost: drop every message in progress and, from now on,
+        ignore content frames on each channel until its next method frame (as ``mid_stream``).
+        """
+        self._pending.clear()
+        self._all_known = False
+        self._known.clear()
+
+    def unfinished(self) -> list[UnexpectedFrameError]:
+        """A 505 error for each message still incomplete (at the end of the stream), by channel.
+
+        The state is left as it is: this only reports.
+        """
+        return [
+            self._unexpected(
+                f"stream ended before the {self.UNIT} of {pending.method.NAME} was complete "
+                f"({self._progress(pending)})",
+                channel,
+                pending.method,
+            )
+            for channel, pending in sorted(self._pending.items())
+        ]
+
+    def _method_seen(self, channel: int, method: Method, pending: P | None) -> P | None:
+        """A method frame on ``channel``: its state is known from now on; ``pending`` (if the
+        method carries content) becomes the message in progress. Returns the message it
+        interrupted, if any; the caller raises for it once the new state is in place."""
+        if not self._all_known:
+            self._known.add(channel)
+        interrupted = self._pending.pop(channel, None)
+        if pending is not None:
+            self._pending[channel] = pending
+        return interrupted
+
+    def _interrupted(self, channel: int, method: Method, interrupted: P) -> UnexpectedFrameError:
+        return self._unexpected(
+            f"{method.NAME} arrived before the {self.UNIT} of {interrupted.method.NAME} "
+            f"was complete ({self._progress(interrupted)})",
+            channel,
+            method,
+        )
+
+    def _checked(self, channel: int) -> bool:
+        """Whether content frames on ``channel`` are checked (its state is known)."""
+        return self._all_known or channel in self._known
+
+    def _progress(self, pending: P) -> str:
+        """How far ``pending`` got, for error texts."""
+        raise NotImplementedError
+
+    @staticmethod
+    def _unexpected(
+        reason: str, channel: int, method: Method | None = None
+    ) -> UnexpectedFrameError:
+        return UnexpectedFrameError(
+            reason,
+            channel=channel,
+            class_id=method.CLASS_ID if method else 0,
+            method_id=method.METHOD_ID if method else 0,
+        )
