@@ -83,8 +83,12 @@ def _top_pair(frame: DataFrame, column: str, title: str, what: str) -> Figure:
     by_bytes = totals.orderBy(f.desc("bytes"), f.asc(column)).limit(TOP).collect()
     if not by_count:
         return _empty(title, "no messages in the capture")
+    # One above the other: long exchange names and routing keys need the whole width.
     figure = make_subplots(
-        rows=1, cols=2, subplot_titles=(f"{what} by messages", f"{what} by body bytes")
+        rows=2,
+        cols=1,
+        subplot_titles=(f"{what} by messages", f"{what} by body bytes"),
+        vertical_spacing=0.15,
     )
     figure.add_trace(
         go.Bar(
@@ -103,11 +107,12 @@ def _top_pair(frame: DataFrame, column: str, title: str, what: str) -> Figure:
             orientation="h",
             name="bytes",
         ),
-        row=1,
-        col=2,
+        row=2,
+        col=1,
     )
     figure.update_yaxes(autorange="reversed", automargin=True)
-    figure.update_layout(title=title, showlegend=False, height=max(320, 60 + 24 * len(by_count)))
+    rows = max(len(by_count), len(by_bytes))
+    figure.update_layout(title=title, showlegend=False, height=max(480, 140 + 48 * rows))
     return figure
 
 
@@ -128,14 +133,20 @@ def _rate(messages: DataFrame) -> Figure:
         .orderBy("bucket", "method")
         .collect()
     )
-    per_method: dict[str, tuple[list[datetime], list[float]]] = {}
+    counts: dict[str, dict[int, int]] = {}
     for row in rows:
-        xs, ys = per_method.setdefault(row["method"], ([], []))
-        xs.append(datetime.fromtimestamp(row["bucket"] * width, UTC))
-        ys.append(row["n"] / width)
+        counts.setdefault(row["method"], {})[row["bucket"]] = row["n"]
+    # Every bucket of the span, empty ones as 0: a line across a quiet stretch would
+    # otherwise suggest traffic that never happened (a 1-day bucket bounds the count).
+    first, last = min(r["bucket"] for r in rows), max(r["bucket"] for r in rows)
+    buckets = (
+        range(first, last + 1) if last - first <= 10_000 else sorted({r["bucket"] for r in rows})
+    )
+    xs = [datetime.fromtimestamp(b * width, UTC) for b in buckets]
     figure = go.Figure()
-    for method, (xs, ys) in sorted(per_method.items()):
-        figure.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", name=method))
+    for method, per_bucket in sorted(counts.items()):
+        ys = [per_bucket.get(b, 0) / width for b in buckets]
+        figure.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=method))
     figure.update_layout(
         title=f"{title} (messages per second, {width:g} s buckets, UTC)",
         yaxis_title="messages/s",
