@@ -375,3 +375,16 @@ def test_draft_delivery_and_server_only_capture(tmp_path: Path) -> None:
     assert message[15] == 300
     assert [r[6] for r in rows["frames"]].count("body") == 4
     assert rows["connections"][0][6:8] == ("99-0", "connection.start")
+
+
+def test_a_reused_port_pair_is_two_connections(tmp_path: Path) -> None:
+    first = _session(Conversation())
+    later = _session(Conversation(ts=1_700_000_100.0, seq={"client": 5_000_000, "server": 7_000}))
+    rows = _tables(analyze_connection(_segments(tmp_path, first, later), ports={5672}))
+    names = [r[1] for r in rows["connections"]]
+    assert names == ["10.1.0.1:40001-10.1.0.2:5672", "10.1.0.1:40001-10.1.0.2:5672#2"]
+    assert sorted(r[1] for r in rows["messages"]) == names
+    assert not rows.get("problems")
+    # Each alone gives the rows it gives within the pair (but for the second one's name).
+    alone = _tables(analyze_connection(_segments(tmp_path, later), ports={5672}))
+    assert [r[2:] for r in alone["connections"]] == [r[2:] for r in rows["connections"][1:]]

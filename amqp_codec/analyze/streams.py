@@ -31,8 +31,15 @@ from typing import Any
 
 from ..assembly import Message, MessageAssembler
 from ..base import Method, Properties
-from ..capture.packets import CaptureProblem, Segment
-from ..capture.tcp import Gap, Stream, connection_key, reassemble, syn_servers
+from ..capture.packets import TH_SYN, CaptureProblem, Segment
+from ..capture.tcp import (
+    Gap,
+    Stream,
+    connection_key,
+    incarnations,
+    reassemble,
+    syn_servers,
+)
 from ..dissect import (
     PROTOCOL_HEADER_NAME,
     FrameEvent,
@@ -79,6 +86,7 @@ REDACTED = "<redacted>"
 _SECRET_METHODS = frozenset({"connection.start-ok", "connection.secure-ok"})
 _CONTENT_METHODS = frozenset({"basic.publish", "basic.deliver", "basic.get-ok", "basic.return"})
 _AMQP = b"AMQP"
+_SYN_ONLY = TH_SYN | 0x10  # SYN and ACK bits: a client's SYN has only the first
 _PROPERTY_COLUMNS = column_names(PROPERTIES)
 # Distinct methods whose fields JSON is remembered per stream (publishes to the same place).
 _JSON_CACHE_SIZE = 4096
@@ -684,6 +692,20 @@ def analyze_connection(
     starts with the AMQP protocol header (or connection.start).
     """
     segs = list(segments)
+    # A long capture may see a client reuse its port: each TCP connection (a new client ISN)
+    # is analysed on its own, the second and later named "...#2", "#3".
+    client_isns = {s.seq for s in segs if s.flags & _SYN_ONLY == TH_SYN}
+    if len(client_isns) <= 1:
+        yield from _analyze_incarnation(segs, ports, bodies, "")
+        return
+    for number, incarnation in enumerate(incarnations(segs), 1):
+        yield from _analyze_incarnation(incarnation, ports, bodies, f"#{number}" * (number > 1))
+
+
+def _analyze_incarnation(
+    segs: list[Segment], ports: Collection[int], bodies: bool, suffix: str
+) -> Iterator[Row]:
+    """:func:`analyze_connection` for the segments of one TCP connection."""
     servers = syn_servers(segs)
     by_direction: dict[str, list[Segment]] = {"client": [], "server": []}
     keys: dict[ConnectionKey, int] = {}
@@ -697,7 +719,7 @@ def analyze_connection(
     captures = _CaptureIndex(segs)
     client = reassemble(by_direction["client"]) if by_direction["client"] else None
     server = reassemble(by_direction["server"]) if by_direction["server"] else None
-    name = connection_name(key)
+    name = connection_name(key) + suffix
     on_port = key[3] in ports
     amqp = _looks_like_amqp(client, server)
     if amqp is False or (amqp is None and not on_port):

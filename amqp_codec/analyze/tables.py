@@ -33,7 +33,7 @@ Columns: TypeAlias = tuple[tuple[str, Union[str, "Columns"]], ...]
 #: One row per decoded frame.
 FRAMES: Columns = (
     ("capture", "string"),  # the capture file holding the frame's first byte
-    ("connection", "string"),  # "client_ip:port-server_ip:port"
+    ("connection", "string"),  # "client_ip:port-server_ip:port", "#2"... for a reused port pair
     ("direction", "string"),  # who sent it: "client" or "server"
     ("timestamp", "double"),  # of the packet holding the frame's first byte
     ("offset", "long"),  # stream offset of the frame's first byte
