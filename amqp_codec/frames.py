@@ -138,7 +138,7 @@ def encode_frame(frame: Frame) -> bytes:
             return b"AMQP" + frame.version_bytes
         except ValueError:
             raise AMQPEncodeError("protocol header octets must be 0..255") from None
-    if hasattr(frame, "flags"):  # the 99-0 frames, and only they, carry segment flags
+    if isinstance(frame, DraftFrame):  # 99-0's 12-byte frames (amqp_codec.wire010)
         return encode_draft_frame(frame)
     raise AMQPEncodeError(f"not a frame: {type(frame).__name__}")
 
