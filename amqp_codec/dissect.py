@@ -22,7 +22,7 @@ message is complete, a message unfinished at the end) is checked with a
 :class:`~amqp_codec.MessageAssembler` (99-0 framesets with a
 :class:`~amqp_codec.wire010.DraftMessageAssembler`) and reported as a 505 problem whose
 source is ``content-sequence``. 99-0's 12-byte frame header has its own resync heuristic
-(:meth:`StreamDissector._scan_draft`).
+(:func:`_draft_frame_end`).
 
 Bytes missing from a capture (a TCP gap) are announced with :meth:`StreamDissector.gap`:
 the dissector resynchronises after them as after a decode error.
@@ -39,6 +39,7 @@ from __future__ import annotations
 import re
 import struct
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
@@ -522,66 +523,43 @@ class StreamDissector:
         stream it is passed over. Payload bytes that happen to look like a frame are a
         false positive this cannot rule out; they show up as frames inside the skipped range.
         """
-        window = self._window
-        base = self._window_base
         spec = self._spec or DEFAULT_SPEC
-        if spec.wire_format != "0-9":
-            return self._scan_draft(spec)
-        limit = self._resync_limit()
-        n = len(window)
-        pos = self._scan_pos - base
-        while True:
-            match = _FRAME_TYPE_OCTET.search(window, pos)
-            if match is None:
-                pos = n
-                break
-            pos = match.start()
-            if pos + 7 > n:
-                break
-            frame_type, channel, size = _unpack_frame_header(window, pos)
-            if size > limit or not _header_plausible(frame_type, channel, size):
-                pos += 1
-                continue
-            end = pos + 7 + size
-            if end >= n:
-                if self._eof:
-                    pos += 1
-                    continue
-                break  # wait for the rest of this candidate
-            if window[end] != FRAME_END or not self._decodes(bytes(window[pos : end + 1]), spec):
-                pos += 1
-                continue
-            self._resume(base + pos, spec)
-            return True
-        return self._scan_waits(pos)
+        if spec.wire_format == "0-9":
+            return self._scan_for(spec, _FRAME_TYPE_OCTET, 7, self._resync_limit(), _frame_end)
+        limit = min(self.frame_max or wire010.MAX_FRAME_SIZE, wire010.MAX_FRAME_SIZE)
+        # The last octet may be a 99-0 flags octet whose type octet has not arrived yet.
+        return self._scan_for(
+            spec, _DRAFT_FRAME_START, wire010.HEADER_SIZE, limit, _draft_frame_end, keep=1
+        )
 
-    def _scan_draft(self, spec: ProtocolSpec) -> bool:
-        """:meth:`_scan` for 99-0's 12-byte frame header.
-
-        A candidate at offset p is believed when its flags octet has a zero upper nibble and
-        its type octet is a known segment type; the header's reserved octets are zero and its
-        size (header included) is at least 12 and at most the ``frame_max`` given (else the
-        16-bit field's own limit); a method or header frame holds a whole segment (b and e set);
-        a header or body frame is on a non-zero channel, a heartbeat has no payload; the octet
-        at p + size is 0xCE; and the frame decodes on its own with the stream's spec.
-        """
+    def _scan_for(
+        self,
+        spec: ProtocolSpec,
+        start: re.Pattern[bytes],
+        header_size: int,
+        limit: int,
+        frame_end: Callable[[bytearray, int, int], int | None],
+        keep: int = 0,
+    ) -> bool:
+        """:meth:`_scan` for one framing: ``start`` finds candidate first octets,
+        ``frame_end`` gives a plausible candidate's frame-end offset (None: not plausible);
+        ``keep`` octets at the window's end are kept for a start that may not be whole."""
         window = self._window
         base = self._window_base
-        limit = min(self.frame_max or wire010.MAX_FRAME_SIZE, wire010.MAX_FRAME_SIZE)
         n = len(window)
         pos = self._scan_pos - base
         while True:
-            match = _DRAFT_FRAME_START.search(window, pos)
+            match = start.search(window, pos)
             if match is None:
-                pos = max(pos, n - 1)  # the last octet may be a flags octet
+                pos = max(pos, n - keep)
                 break
             pos = match.start()
-            if pos + wire010.HEADER_SIZE > n:
+            if pos + header_size > n:
                 break
-            if not _draft_header_plausible(window, pos, limit):
+            end = frame_end(window, pos, limit)
+            if end is None:
                 pos += 1
                 continue
-            end = pos + int.from_bytes(window[pos + 2 : pos + 4], "big")
             if end >= n:
                 if self._eof:
                     pos += 1
@@ -634,6 +612,30 @@ class StreamDissector:
         if drop > 0:
             del self._window[:drop]
             self._window_base = offset
+
+
+def _frame_end(window: bytearray, pos: int, limit: int) -> int | None:
+    """The frame-end offset of a plausible 0-9 frame header at ``window[pos:]``, else None."""
+    frame_type, channel, size = _unpack_frame_header(window, pos)
+    if size > limit or not _header_plausible(frame_type, channel, size):
+        return None
+    end: int = pos + 7 + size
+    return end
+
+
+def _draft_frame_end(window: bytearray, pos: int, limit: int) -> int | None:
+    """The frame-end offset of a plausible 99-0 frame header at ``window[pos:]``, else None.
+
+    A candidate at offset p is believed when its flags octet has a zero upper nibble and
+    its type octet is a known segment type; the header's reserved octets are zero and its
+    size (header included) is at least 12 and at most the ``frame_max`` given (else the
+    16-bit field's own limit); a method or header frame holds a whole segment (b and e set);
+    a header or body frame is on a non-zero channel, a heartbeat has no payload; the octet
+    at p + size is 0xCE; and the frame decodes on its own with the stream's spec.
+    """
+    if not _draft_header_plausible(window, pos, limit):
+        return None
+    return pos + int.from_bytes(window[pos + 2 : pos + 4], "big")
 
 
 def _draft_header_plausible(window: bytearray, pos: int, limit: int) -> bool:
