@@ -18,7 +18,7 @@ from decimal import Decimal
 from typing import Any, TextIO
 from uuid import UUID
 
-from .base import FieldSpec, Properties
+from .base import FieldSpec, Method, Properties
 from .dissect import PROTOCOL_HEADER_NAME, FileStats, Problem, class_name
 from .frames import (
     FRAME_BODY,
@@ -82,6 +82,15 @@ class Reporter:
 
     def frame(self, name: str, spec: ProtocolSpec, offset: int, end: int, frame: Frame) -> None:
         """One decoded frame at ``offset``; ``end`` is the offset just after it."""
+
+    def _body_line(self, head: str, payload: bytes) -> str:
+        line = head.format("BODY")
+        if self.body_preview:
+            shown = payload[: self.body_preview]
+            line += f" {shown!r}"
+            if len(payload) > len(shown):
+                line += f"... (+{len(payload) - len(shown)} bytes)"
+        return line
 
     def problem(self, name: str, problem: Problem) -> None:
         """One problem."""
@@ -243,6 +252,13 @@ def _value_lines(label: str, value: Any, indent: str, lines: list[str]) -> None:
     lines.append(f"{indent}{label} = {_human_scalar(value)}")
 
 
+def _method_lines(head: str, method: Method) -> list[str]:
+    """A method frame's head line and one line per field."""
+    lines = [head.format("METHOD") + f" {method.NAME} ({method.CLASS_ID}.{method.METHOD_ID})"]
+    lines += _field_lines(type(method).FIELDS, method, "    ", only_present=False)
+    return lines
+
+
 def _field_lines(
     specs: Sequence[FieldSpec], obj: Any, indent: str, only_present: bool
 ) -> list[str]:
@@ -286,11 +302,7 @@ class HumanReporter(Reporter):
         head = f"{at}  {{:<9}} ch={frame.channel:<5} size={size:<7}"
         lines: list[str]
         if isinstance(frame, MethodFrame):
-            method = frame.method
-            lines = [
-                head.format("METHOD") + f" {method.NAME} ({method.CLASS_ID}.{method.METHOD_ID})"
-            ]
-            lines += _field_lines(type(method).FIELDS, method, "    ", only_present=False)
+            lines = _method_lines(head, frame.method)
         elif isinstance(frame, ContentHeaderFrame):
             props = frame.properties
             named = class_name(spec, frame.class_id)
@@ -302,14 +314,7 @@ class HumanReporter(Reporter):
             ]
             lines += _field_lines(type(props).FIELDS, props, "    ", only_present=True)
         elif isinstance(frame, ContentBodyFrame):
-            payload = frame.payload
-            line = head.format("BODY")
-            if self.body_preview:
-                shown = payload[: self.body_preview]
-                line += f" {shown!r}"
-                if len(payload) > len(shown):
-                    line += f"... (+{len(payload) - len(shown)} bytes)"
-            lines = [line.rstrip()]
+            lines = [self._body_line(head, frame.payload).rstrip()]
         else:
             lines = [head.format("HEARTBEAT").rstrip()]
         self.out.write("\n".join(lines) + "\n")
@@ -324,11 +329,7 @@ class HumanReporter(Reporter):
             head += f" track={frame.track}"
         lines: list[str]
         if isinstance(frame, DraftMethodFrame):
-            method = frame.method
-            lines = [
-                head.format("METHOD") + f" {method.NAME} ({method.CLASS_ID}.{method.METHOD_ID})"
-            ]
-            lines += _field_lines(type(method).FIELDS, method, "    ", only_present=False)
+            lines = _method_lines(head, frame.method)
         elif isinstance(frame, DraftHeaderFrame):
             lines = [head.format("HEADER") + f" {_count(len(frame.structs), 'struct', 'structs')}"]
             for struct in frame.structs:
@@ -339,14 +340,7 @@ class HumanReporter(Reporter):
                 for spec, value in _struct_fields(struct):
                     _value_lines(spec.name, value, "        ", lines)
         elif isinstance(frame, DraftBodyFrame):
-            payload = frame.payload
-            line = head.format("BODY")
-            if self.body_preview:
-                shown = payload[: self.body_preview]
-                line += f" {shown!r}"
-                if len(payload) > len(shown):
-                    line += f"... (+{len(payload) - len(shown)} bytes)"
-            lines = [line]
+            lines = [self._body_line(head, frame.payload)]
         else:
             lines = [head.format("HEARTBEAT")]
         self.out.write("\n".join(lines) + "\n")
