@@ -79,6 +79,7 @@ __all__ = [
     "SpecEvent",
     "StreamDissector",
     "class_name",
+    "plausible_frame_end",
 ]
 
 #: After a decode error, a candidate frame start with a payload larger than this is not
@@ -304,6 +305,41 @@ class StreamDissector:
         self._eof = False
         self._tuned_frame_max = 0
         self._end = 0  # stream offset just after the last byte fed (lost bytes count too)
+        self._resumed = False  # took over mid-stream (see resuming): no start-of-stream checks
+
+    @classmethod
+    def resuming(
+        cls,
+        spec: ProtocolSpec,
+        offset: int,
+        *,
+        tuned_frame_max: int = 0,
+        forgotten: bool = False,
+        name: str = "",
+    ) -> StreamDissector:
+        """A dissector taking over a stream at ``offset``, a frame start, as one that had
+        dissected everything before would be there: the version known (no
+        :class:`SpecEvent`), ``tuned_frame_max`` seen in connection.tune or tune-ok, and
+        content sequences checked on every channel from a clean state, or, when
+        ``forgotten``, unchecked until each channel's next method (as after a gap).
+
+        A parallel reader decodes a long stream in parts this way, each part starting where
+        the one before ended.
+        """
+        dissector = cls(spec, name=name)
+        dissector._resumed = True
+        dissector._spec_reported = True
+        dissector._tuned_frame_max = tuned_frame_max
+        dissector._decoder_base = dissector._window_base = dissector._end = offset
+        dissector._scan_pos = dissector._skip_start = offset
+        if forgotten:
+            dissector._forget()
+        return dissector
+
+    @property
+    def tuned_frame_max(self) -> int:
+        """The frame_max of the last connection.tune or tune-ok seen (0: none yet)."""
+        return self._tuned_frame_max
 
     # -- public API -----------------------------------------------------------------------
 
@@ -441,7 +477,7 @@ class StreamDissector:
     def _frame(self, frame: Frame, start: int, end: int) -> None:
         spec = self._spec or DEFAULT_SPEC
         stats = self.stats
-        if stats.frames == 0 and not stats.problems:
+        if stats.frames == 0 and not stats.problems and not self._resumed:
             # Content sequence can only be checked from the start of a connection.
             starts = isinstance(frame, ProtocolHeader) or (
                 isinstance(frame, (MethodFrame, DraftMethodFrame))
@@ -612,6 +648,26 @@ class StreamDissector:
         if drop > 0:
             del self._window[:drop]
             self._window_base = offset
+
+
+def plausible_frame_end(
+    spec: ProtocolSpec, data: bytes | bytearray, pos: int, tuned_frame_max: int = 0
+) -> int | None:
+    """The offset of the frame-end octet of a frame starting at ``data[pos]`` if its header
+    is plausible for ``spec``'s framing (as the resync of :class:`StreamDissector` judges it,
+    for a stream whose connection.tune said ``tuned_frame_max``), else None. The header must
+    be whole in ``data``; the end may lie beyond it."""
+    if spec.wire_format == "0-9":
+        if pos + 7 > len(data):
+            return None
+        limit = max(RESYNC_MAX_PAYLOAD, tuned_frame_max - FRAME_OVERHEAD)
+        end = _frame_end(bytearray(data[pos : pos + 7]), 0, limit)
+        return None if end is None else pos + end
+    if pos + wire010.HEADER_SIZE > len(data):
+        return None
+    header = bytearray(data[pos : pos + wire010.HEADER_SIZE])
+    end = _draft_frame_end(header, 0, wire010.MAX_FRAME_SIZE)
+    return None if end is None else pos + end
 
 
 def _frame_end(window: bytearray, pos: int, limit: int) -> int | None:

@@ -1,21 +1,29 @@
 """The Spark job: capture files in, Parquet tables and ``report.html`` out.
 
-Stages:
+The unit of work is a *split*: a few MiB of one capture file (:mod:`~.scan`), never a whole
+file or a whole connection, so no task, record or buffer grows with a capture or with a
+connection, and every core has work whatever the capture's shape (one connection of
+gigabytes, or a file of thousands of short ones).
 
-1. one task per capture file reads its TCP segments (:func:`amqp_codec.capture.read_capture`)
-   and groups them by their two endpoints into compact pieces (plain tuples; about 64 MB of
-   payload held at a time); capture problems are keyed by their file;
-2. a shuffle brings the pieces of each connection together, from every file (rotated
-   captures of a long connection meet here). Every connection goes through it, also one
-   seen in a single file: knowing that needs every file read first, and in rotated captures
-   of long-lived connections most bytes belong to connections that span files (70% of the
-   generated 1 GB benchmark set, 92% of the 256 MB one);
-3. each shuffle partition gathers its pieces (about 256 MB of captures held) and calls
-   :func:`amqp_codec.analyze.streams.analyze_connection` once per connection, which
-   reassembles, dissects and joins both directions into table rows;
-4. one job computes the rows into Spark's cache and counts them per table; each table is
-   written as Parquet from that cache; the report's aggregates are computed by Spark from
-   the tables (a few queries at a time) and only small results reach the driver.
+1. **Scan** (a task per split): parse the packets, summarise each stream part (sequence
+   numbers, byte intervals, SYN/FIN/RST, the stream's first bytes). Only these summaries
+   reach the driver.
+2. **Plan** (driver, :mod:`~.plan`): connections, directions, where each part lies in its
+   stream and which bytes it owns, and each stream's regions, one per split that carries
+   new bytes of it.
+3. **Dissect** (a task per split, :mod:`~.regions`): parse the packets again, reassemble,
+   and dissect the regions the split is home to; a region after the first starts at the
+   first frame it can find and reads past its end only to finish what it started. Rows are
+   written by the task itself as Parquet (pyarrow): payload bytes never cross into the JVM.
+4. **Check** (driver): each stream's regions must meet frame for frame
+   (:func:`~.plan.check_stream`); a stream whose regions do not (damage at a region's
+   edge, say) is dissected again in one pass, and its region rows are dropped. The rows that
+   depended on earlier regions are resolved, and the driver writes them with the
+   ``connections`` rows and the capture problems.
+5. **Report**: Spark reads the tables and aggregates them (:mod:`~.report`).
+
+Every table equals what one pass over each whole stream gives
+(:func:`~.streams.analyze_connection`).
 
 Run it from Python (:func:`run`), from the command line (``amqp-codec analyze``), or submit
 this file to a cluster: ``spark-submit amqp_codec/analyze/job.py CAPTURES... --out DIR``
@@ -27,22 +35,40 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
+import threading
 import time
-import zlib
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
-__all__ = ["DEFAULT_PORTS", "Summary", "add_arguments", "main", "run", "run_from_args"]
+    from .plan import Plan, StreamPlan
+    from .regions import PartWindow, Task, TaskResult
+    from .scan import PartKey, Split, SplitScan
+
+__all__ = [
+    "DEFAULT_PORTS",
+    "Mapper",
+    "local_map",
+    "write_tables",
+    "DEFAULT_SPLIT_BYTES",
+    "Summary",
+    "add_arguments",
+    "main",
+    "run",
+    "run_from_args",
+]
 
 #: The AMQP ports looked at by default (connections elsewhere count when they start with
 #: the protocol header).
 DEFAULT_PORTS: tuple[int, ...] = (5672,)
+#: Capture bytes per split: what one task reads (and, with what it reads past its end, holds).
+DEFAULT_SPLIT_BYTES = 32 * 2**20
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,12 +86,15 @@ class Summary:
     """Path of ``report.html``."""
     seconds: float = 0.0
     """Wall-clock time of the run."""
+    redissected: int = 0
+    """Streams whose regions did not meet and were dissected again in one pass."""
 
     def text(self) -> str:
         """The summary the command line prints."""
+        rate = self.capture_bytes / 1e6 / self.seconds if self.seconds else 0.0
         lines = [
             f"analysed {self.captures} capture file{'s' if self.captures != 1 else ''} "
-            f"({self.capture_bytes / 1e6:,.1f} MB) in {self.seconds:.1f} s",
+            f"({self.capture_bytes / 1e6:,.1f} MB) in {self.seconds:.1f} s ({rate:,.1f} MB/s)",
         ]
         lines += [f"  {name:<12} {count:>10,} rows" for name, count in self.counts.items()]
         lines.append(f"tables in {self.out}")
@@ -74,125 +103,14 @@ class Summary:
 
 
 # ------------------------------------------------------------------------------------------
-# Task functions (module level: pickled by reference for the executors)
-# ------------------------------------------------------------------------------------------
-
-#: Capture bytes per shuffle partition, about: a partition's pieces are held in memory until
-#: all have arrived (see :func:`_analyze_partition`).
-_PARTITION_BYTES = 256 * 2**20
-#: Payload bytes a stage 1 task holds before it sends what it has on (a big capture file is
-#: not held whole; a connection then has several pieces from that file).
-_PIECES_BYTES = 64 * 2**20
-
-#: One connection's segments from one capture file, or part of them: the file's index, the
-#: part's number in that file, and ``(packet, ts, forward, seq, flags, payload)`` per segment.
-_Piece = tuple[int, int, list[tuple[int, float, bool, int, int, bytes]]]
-
-
-def _extract(item: tuple[int, str]) -> Iterator[tuple[Any, Any]]:
-    """Stage 1: one capture file's segments as compact pieces keyed by connection; its problems.
-
-    A segment travels as a plain tuple (pickled in C, no ``__reduce__`` call per segment),
-    without the two addresses (``forward``: sent from the first of the two endpoints) and
-    file name, which its piece carries once. Which endpoint is the server is decided per
-    connection, once all its pieces (and so its SYNs) are together.
-    """
-    from amqp_codec.analyze.streams import endpoints
-    from amqp_codec.capture.packets import CaptureProblem, read_capture
-
-    index, path = item
-    pieces: dict[Any, list[tuple[int, float, bool, int, int, bytes]]] = {}
-    problems: list[CaptureProblem] = []
-    held = part = 0
-    for seg in read_capture(path):
-        if isinstance(seg, CaptureProblem):
-            problems.append(seg)
-            continue
-        key = endpoints(seg)
-        piece = pieces.get(key)
-        if piece is None:
-            piece = pieces[key] = []
-        piece.append(
-            (seg.packet, seg.ts, key[0] == (seg.src, seg.sport), seg.seq, seg.flags, seg.payload)
-        )
-        held += len(seg.payload)
-        if held >= _PIECES_BYTES:
-            for key, piece in pieces.items():
-                yield key, (index, part, piece)
-            pieces, held, part = {}, 0, part + 1
-    for key, piece in pieces.items():
-        yield key, (index, part, piece)
-    if problems:
-        yield ("capture", path), (index, 0, problems)
-
-
-def _partition(key: Any) -> int:
-    """Shuffle partitioner: the same on every machine and Python (``hash`` of str is salted)."""
-    return zlib.crc32(repr(key).encode())
-
-
-def _segments(key: Any, pieces: list[_Piece], files: Sequence[str]) -> Iterator[Any]:
-    """A connection's segments back from its pieces, in capture file order."""
-    from amqp_codec.capture.packets import Segment
-
-    (a_ip, a_port), (b_ip, b_port) = key
-    for index, _, piece in sorted(pieces, key=lambda p: (p[0], p[1])):
-        path = files[index]
-        for packet, ts, forward, seq, flags, payload in piece:
-            if forward:
-                yield Segment(path, packet, ts, a_ip, a_port, b_ip, b_port, seq, flags, payload)
-            else:
-                yield Segment(path, packet, ts, b_ip, b_port, a_ip, a_port, seq, flags, payload)
-
-
-def _analyze_partition(
-    items: Iterable[tuple[Any, Any]],
-    files: Sequence[str],
-    ports: frozenset[int],
-    bodies: bool,
-) -> Iterator[tuple[str, tuple[Any, ...]]]:
-    """Stage 3: the rows of every connection (and capture file) whose pieces are here.
-
-    A connection's pieces come from any of the stage 1 tasks, in any order, so all are
-    gathered first, in a plain dict: they are already grouped, and ``groupByKey`` would merge
-    them again in Python on both sides of the shuffle.
-    """
-    from amqp_codec.analyze.streams import analyze_connection, capture_problem_row
-
-    groups: dict[Any, list[Any]] = {}
-    for key, piece in items:
-        group = groups.get(key)
-        if group is None:
-            group = groups[key] = []
-        group.append(piece)
-    for key in sorted(groups, key=repr):
-        pieces = groups.pop(key)
-        if key[0] == "capture":  # problems reading that file
-            for _, _, problems in pieces:
-                for problem in problems:
-                    yield capture_problem_row(problem)
-            continue
-        yield from analyze_connection(_segments(key, pieces, files), ports=ports, bodies=bodies)
-
-
-def _table_name(row: tuple[str, tuple[Any, ...]]) -> str:
-    return row[0]
-
-
-def _in_table(name: str, row: tuple[str, tuple[Any, ...]]) -> bool:
-    return row[0] == name
-
-
-def _row(row: tuple[str, tuple[Any, ...]]) -> tuple[Any, ...]:
-    return row[1]
-
-
-# ------------------------------------------------------------------------------------------
-# The driver
+# Progress
 # ------------------------------------------------------------------------------------------
 
 
 class _Progress:
+    """Progress lines on standard error: the stage, and while tasks run, the capture bytes
+    done of the total with a rate and an ETA (Spark's own progress bar is off)."""
+
     def __init__(self, enabled: bool, err: TextIO) -> None:
         self.enabled = enabled
         self.err = err
@@ -204,11 +122,70 @@ class _Progress:
             self.err.write(f"[amqp-codec analyze {elapsed:7.1f}s] {message}\n")
             self.err.flush()
 
+    def watch(self, sc: SparkContext, group: str, label: str, total: int) -> _Watcher:
+        return _Watcher(self, sc, group, label, total)
+
+
+class _Watcher:
+    """Polls Spark's status tracker for a job group's finished tasks while it runs."""
+
+    def __init__(self, say: _Progress, sc: SparkContext, group: str, label: str, total: int):
+        self.say, self.sc, self.group, self.label, self.total = say, sc, group, label, total
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.began = time.monotonic()
+
+    def __enter__(self) -> _Watcher:
+        self.sc.setJobGroup(self.group, self.label)
+        if self.say.enabled:
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        if self.thread.is_alive():
+            self.thread.join()
+
+    def _fraction(self) -> float:
+        tracker = self.sc.statusTracker()
+        done = tasks = 0
+        for job in tracker.getJobIdsForGroup(self.group):
+            info = tracker.getJobInfo(job)
+            for stage in info.stageIds if info else ():
+                stage_info = tracker.getStageInfo(stage)
+                if stage_info:
+                    done += stage_info.numCompletedTasks
+                    tasks += stage_info.numTasks
+        return done / tasks if tasks else 0.0
+
+    def _run(self) -> None:
+        last = -1.0
+        while not self.stop.wait(2.0):
+            try:
+                fraction = self._fraction()
+            except Exception:  # the context is stopping
+                return
+            if fraction == last:
+                continue
+            last = fraction
+            elapsed = time.monotonic() - self.began
+            done = self.total * fraction
+            rate = done / 1e6 / elapsed if elapsed else 0.0
+            eta = f", ETA {elapsed / fraction - elapsed:.0f} s" if fraction else ""
+            self.say(
+                f"{self.label}: {done / 1e6:,.1f} of {self.total / 1e6:,.1f} MB "
+                f"({fraction:.0%}), {rate:,.1f} MB/s{eta}"
+            )
+
+
+# ------------------------------------------------------------------------------------------
+# The driver
+# ------------------------------------------------------------------------------------------
+
 
 #: JVM options of a driver this job starts (not of one ``spark-submit`` started, nor of
 #: executors). The optimising JIT compiler (C2) and parallel GC threads cost more CPU than
-#: they save in a job of this length, whose JVM mostly moves bytes: on a 1 GB capture set in
-#: ``local[2]``, 66 -> 46 CPU seconds and 41 -> 33 s, the same rows. They go before
+#: they save in a job whose JVM mostly schedules Python tasks. They go before
 #: ``spark.driver.extraJavaOptions``, whose options win.
 _DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
@@ -235,9 +212,9 @@ def _session(master: str | None, progress: bool) -> tuple[SparkSession, bool]:
         builder = builder.master(master)
     if "PYSPARK_GATEWAY_PORT" not in os.environ:  # this process starts the driver's JVM
         builder = builder.config("spark.driver.defaultJavaOptions", _DRIVER_JAVA_OPTIONS)
-    builder = builder.config("spark.ui.showConsoleProgress", "true" if progress else "false")
+    builder = builder.config("spark.ui.showConsoleProgress", "false")
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("WARN")
+    spark.sparkContext.setLogLevel("ERROR")
     return spark, True
 
 
@@ -250,6 +227,7 @@ def run(
     bodies: bool = False,
     progress: bool = True,
     spark: SparkSession | None = None,
+    split_bytes: int = DEFAULT_SPLIT_BYTES,
 ) -> Summary:
     """Analyse ``captures`` (pcap/pcapng files or folders of them) into the folder ``out``.
 
@@ -259,17 +237,15 @@ def run(
         ports: server ports of AMQP connections; connections on other ports are analysed
             when their client starts with the AMQP protocol header.
         bodies: keep message bodies in the ``messages`` table (else only size and hash).
-        progress: show progress on standard error (Spark's progress bar and stage lines).
+        progress: show progress on standard error (stages, bytes done, rate, ETA).
         spark: an existing session to run in (left running); default: one is created and
             stopped at the end.
+        split_bytes: capture bytes per task (the tables do not depend on it).
 
     Returns the :class:`Summary`. Unreadable captures, garbage streams and unknown protocols
     are rows in ``problems``, not errors; an output folder that cannot be written raises.
     """
-    from pyspark import StorageLevel
-
     from amqp_codec.analyze.report import write_report
-    from amqp_codec.analyze.tables import TABLES, spark_schema
     from amqp_codec.capture.packets import capture_files
 
     began = time.monotonic()
@@ -278,30 +254,17 @@ def run(
     files = capture_files([os.fspath(path) for path in captures])
     size = sum(os.path.getsize(path) for path in files if os.path.isfile(path))
     session, own = _session(master, progress) if spark is None else (spark, False)
-    port_set = frozenset(ports)
+    redissected = 0
     try:
         sc = session.sparkContext
-        say(f"{len(files)} capture files, {sc.defaultParallelism} cores; reading segments")
-        parts = max(1, len(files), -(-size // _PARTITION_BYTES))
-        pieces = sc.parallelize(list(enumerate(files)), max(1, len(files))).flatMap(_extract)
-        rows = pieces.partitionBy(parts, _partition).mapPartitions(
-            partial(_analyze_partition, files=files, ports=port_set, bodies=bodies)
+        say(
+            f"{len(files)} capture file{'s' if len(files) != 1 else ''} "
+            f"({size / 1e6:,.1f} MB), {sc.defaultParallelism} cores"
         )
-        rows.persist(StorageLevel.MEMORY_AND_DISK)
-        try:
-            # One job computes every row (into the cache) and counts them per table: the
-            # counts are exactly the rows each table is written with, without reading the
-            # tables back.
-            say("reassembling and decoding connections")
-            found = rows.map(_table_name).countByValue()
-            counts = {name: found.get(name, 0) for name in TABLES}
-            for name, columns in TABLES.items():
-                say(f"writing {name}")
-                table = rows.filter(partial(_in_table, name)).map(_row)
-                frame = session.createDataFrame(table, spark_schema(columns))
-                frame.write.mode("overwrite").parquet(os.path.join(out, name))
-        finally:
-            rows.unpersist()
+        mapper = _SparkMapper(sc, say, size)
+        counts, redissected = write_tables(
+            files, out, ports=ports, bodies=bodies, split_bytes=split_bytes, mapper=mapper, say=say
+        )
         say("writing report.html")
         report = write_report(session, out, counts)
     finally:
@@ -314,9 +277,327 @@ def run(
         counts=counts,
         report=report,
         seconds=time.monotonic() - began,
+        redissected=redissected,
     )
-    say("done")
+    say(
+        f"done: {size / 1e6:,.1f} MB in {summary.seconds:.1f} s ({size / 1e6 / max(summary.seconds, 1e-9):,.1f} MB/s)"
+    )
     return summary
+
+
+def _clear_tables(out: str) -> None:
+    """Remove the tables a previous run wrote into ``out`` (each table is a folder)."""
+    from amqp_codec.analyze.tables import TABLES
+
+    for name in TABLES:
+        path = os.path.join(out, name)
+        if os.path.isdir(path):
+            shutil.rmtree(path)
+    os.makedirs(out, exist_ok=True)
+
+
+#: Runs a function over items, in parallel where it can: (label, function, items) -> results.
+Mapper = Callable[[str, Callable[[Any], Any], list[Any]], list[Any]]
+
+
+def local_map(label: str, function: Callable[[Any], Any], items: list[Any]) -> list[Any]:
+    """A :data:`Mapper` that runs everything in this process, one item after another."""
+    return [function(item) for item in items]
+
+
+class _SparkMapper:
+    """A :data:`Mapper` that runs a Spark task per item, with progress."""
+
+    def __init__(self, sc: SparkContext, say: _Progress, size: int) -> None:
+        self.sc, self.say, self.size = sc, say, size
+
+    def __call__(self, label: str, function: Callable[[Any], Any], items: list[Any]) -> list[Any]:
+        if not items:
+            return []
+        with self.say.watch(self.sc, f"amqp-codec-{label}", label, self.size):
+            return self.sc.parallelize(items, len(items)).map(function).collect()
+
+
+def write_tables(
+    captures: Sequence[str],
+    out: str,
+    *,
+    ports: Collection[int] = DEFAULT_PORTS,
+    bodies: bool = False,
+    split_bytes: int = DEFAULT_SPLIT_BYTES,
+    mapper: Mapper = local_map,
+    say: Callable[[str], None] | None = None,
+) -> tuple[dict[str, int], int]:
+    """Scan, plan, dissect and check ``captures`` (files or folders) into the four tables
+    under ``out``: the rows per table, and the number of streams dissected again in one pass.
+    :func:`run` does this on Spark; with the default ``mapper`` it runs in this process."""
+    from amqp_codec.analyze.plan import make_plan
+    from amqp_codec.analyze.regions import run_task
+    from amqp_codec.analyze.scan import plan_splits, scan_split
+    from amqp_codec.capture.packets import capture_files
+
+    say = say or (lambda message: None)
+    files = capture_files(list(captures))
+    splits = plan_splits(files, split_bytes)
+    _clear_tables(out)
+    scans = mapper("scanning", scan_split, splits)
+    splits, scans = _chain(splits, scans)
+    plan = make_plan(scans, files, [s.file for s in splits], frozenset(ports))
+    say(
+        f"{len(plan.connections):,} AMQP connection{'s' if len(plan.connections) != 1 else ''}, "
+        f"{sum(len(s.regions) for s in plan.streams):,} stream regions; dissecting"
+    )
+    tasks = _tasks(plan, splits, out, bodies)
+    results = mapper("dissecting", run_task, tasks)
+    return _finish(mapper, say, plan, splits, scans, results, out, bodies)
+
+
+def _chain(splits: list[Split], scans: list[SplitScan]) -> tuple[list[Split], list[SplitScan]]:
+    """Check that each split starts where the one before it in the file stopped (else scan
+    it again from there, here), and number the packets: the splits as the second pass reads
+    them, and their scans."""
+    from amqp_codec.analyze.scan import Split, scan_split
+
+    by_index = {scan.split: scan for scan in scans}
+    fixed_splits: list[Split] = []
+    fixed_scans: list[SplitScan] = []
+    previous: Split | None = None
+    packets = 0
+    for split in splits:
+        scan = by_index[split.index]
+        if previous is None or previous.file != split.file:
+            packets = 0
+            expected = scan.start
+        else:
+            expected = fixed_scans[-1].stop
+        if split.layout is not None and scan.start != expected:
+            split = Split(
+                split.index, split.file, split.path, split.layout, expected, split.end, 0, True
+            )
+            scan = scan_split(split)
+        synced = Split(
+            split.index, split.file, split.path, split.layout, scan.start, split.end, packets, True
+        )
+        for problem in scan.problems:
+            object.__setattr__(
+                problem, "packet", None if problem.packet is None else problem.packet + packets
+            )
+        for part in scan.parts.values():
+            part.first_packet += packets
+        packets += scan.records
+        fixed_splits.append(synced)
+        fixed_scans.append(scan)
+        previous = split
+    return fixed_splits, fixed_scans
+
+
+def _windows(plan: Plan) -> dict[tuple[int, PartKey], PartWindow]:
+    from amqp_codec.analyze.regions import PartWindow
+
+    windows: dict[tuple[int, PartKey], PartWindow] = {}
+    for stream in plan.streams:
+        for part in stream.slices:
+            windows[(part.split, part.key)] = PartWindow(
+                stream.id, part.offset0, stream.fin_offset, part.owned
+            )
+    return windows
+
+
+def _tasks(plan: Plan, splits: list[Split], out: str, bodies: bool) -> list[Task]:
+    """One second-pass task per split that holds parts of an analysed stream."""
+    from amqp_codec.analyze.regions import Task
+
+    windows = _windows(plan)
+    home: dict[int, list[Any]] = {}
+    for stream in plan.streams:
+        for region in stream.regions:
+            home.setdefault(region.home, []).append((stream, region))
+    by_split: dict[int, dict[Any, Any]] = {}
+    for (index, key), window in windows.items():
+        by_split.setdefault(index, {})[key] = window
+    tasks = []
+    for split in splits:
+        parts = by_split.get(split.index, {})
+        regions = home.get(split.index, [])
+        if not parts and not regions:
+            continue
+        others = {
+            (part.split, part.key): windows[(part.split, part.key)]
+            for _, region in regions
+            for part in region.slices
+            if part.split != split.index
+        }
+        needed = {part_split for part_split, _ in others} | {split.index}
+        tasks.append(
+            Task(
+                name=f"{split.index:05d}",
+                split=split,
+                parts=parts,
+                regions=regions,
+                splits={i: splits[i] for i in needed},
+                windows=others,
+                out=out,
+                bodies=bodies,
+            )
+        )
+    return tasks
+
+
+def _finish(
+    mapper: Mapper,
+    say: Callable[[str], None],
+    plan: Plan,
+    splits: list[Split],
+    scans: list[SplitScan],
+    results: list[TaskResult],
+    out: str,
+    bodies: bool,
+) -> tuple[dict[str, int], int]:
+    """Check the streams, dissect again those whose regions do not meet, write the driver's
+    rows; the rows per table and the number of streams dissected again."""
+    from amqp_codec.analyze.parquet import TableWriters, filter_file
+    from amqp_codec.analyze.plan import check_stream
+    from amqp_codec.analyze.regions import PartWindow, Task, fallback_region, run_task
+    from amqp_codec.analyze.tables import TABLES
+
+    counts = dict.fromkeys(TABLES, 0)
+    edges: dict[int, dict[int, Any]] = {}
+    facts: dict[int, dict[int, Any]] = {}
+    files_of: dict[int, set[tuple[str, str]]] = {}
+    tcp: dict[int, list[int]] = {}
+    for result in results:
+        for table, n in result.rows.items():
+            counts[table] += n
+        for region in result.regions:
+            edges.setdefault(region.stream, {})[region.index] = region.edge
+            facts.setdefault(region.stream, {})[region.index] = region.facts
+            files_of.setdefault(region.stream, set()).update(result.files.items())
+        for part in result.parts:
+            counter = tcp.setdefault(part.stream, [0, 0])
+            counter[0] += part.conflicting
+            counter[1] += part.out_of_window
+    driver = TableWriters(out, "driver")
+    failed: list[StreamPlan] = []
+    extra_problems: dict[int, int] = {}
+    for stream in plan.streams:
+        stream_edges = [edges[stream.id][r.index] for r in stream.regions]
+        verdict = check_stream(stream, stream_edges)
+        if not verdict.ok:
+            failed.append(stream)
+            continue
+        for row in verdict.frames:
+            driver.add("frames", row)
+        for row in verdict.problems:
+            driver.add("problems", row)
+        extra_problems[stream.id] = len(verdict.problems)
+    if failed:
+        say(f"{len(failed)} stream{'s' if len(failed) != 1 else ''} dissected again in one pass")
+        drop = {(s.name, s.direction) for s in failed}
+        for stream in failed:
+            for table, path in files_of.pop(stream.id, set()):
+                counts[table] -= _rows_of(path, table, drop, filter_file)
+        fallback = [
+            Task(
+                name=f"f{stream.id:05d}",
+                split=None,
+                parts={},
+                regions=[(stream, fallback_region(stream))],
+                splits={s.split: splits[s.split] for s in stream.slices},
+                windows={
+                    (s.split, s.key): PartWindow(stream.id, s.offset0, stream.fin_offset, s.owned)
+                    for s in stream.slices
+                },
+                out=out,
+                bodies=bodies,
+            )
+            for stream in failed
+        ]
+        again = mapper("dissecting again", run_task, fallback)
+        for result in again:
+            for table, n in result.rows.items():
+                counts[table] += n
+            for region in result.regions:
+                facts[region.stream] = {0: region.facts}
+    _driver_rows(driver, plan, scans, facts, tcp, extra_problems)
+    for table, n in driver.close().items():
+        counts[table] += n
+    return counts, len(failed)
+
+
+def _rows_of(path: str, table: str, drop: set[tuple[str, str]], filter_file: Any) -> int:
+    """Rows removed from ``path`` when the pairs in ``drop`` are filtered out of it."""
+    import pyarrow.parquet as pq
+
+    before = pq.ParquetFile(path).metadata.num_rows
+    after: int = filter_file(path, table, drop)
+    return int(before) - after
+
+
+def _driver_rows(
+    driver: Any,
+    plan: Plan,
+    scans: list[SplitScan],
+    facts: dict[int, dict[int, Any]],
+    tcp: dict[int, list[int]],
+    extra_problems: dict[int, int],
+) -> None:
+    """Capture problems, unknown protocols, TCP anomalies and the ``connections`` rows."""
+    from amqp_codec.analyze.plan import spec_named
+    from amqp_codec.analyze.streams import (
+        StreamEnds,
+        _Facts,
+        capture_problem_row,
+        connection_row,
+        tcp_anomaly_rows,
+        unknown_protocol_row,
+    )
+    from amqp_codec.capture.packets import CaptureProblem
+
+    for scan in scans:
+        for problem in scan.problems:
+            driver.add(*capture_problem_row(problem))
+        if scan.more_problems and scan.problems:
+            capture = scan.problems[-1].capture
+            detail = f"{scan.more_problems} more problems in this part of {capture}, not listed"
+            driver.add(*capture_problem_row(CaptureProblem(capture, None, "more-problems", detail)))
+    for unknown in plan.unknown:
+        driver.add(*unknown_protocol_row(*unknown))
+    for connection in plan.connections:
+        merged: dict[str, _Facts] = {}
+        ends: dict[str, StreamEnds] = {}
+        for direction, stream_id in connection.streams.items():
+            stream = plan.streams[stream_id]
+            total = _Facts()
+            for index in sorted(facts.get(stream_id, {})):
+                part = facts[stream_id][index]
+                total.size += part.size
+                total.frames += part.frames
+                total.messages += part.messages
+                total.problems += part.problems
+                if index == 0:
+                    total.spec, total.detected_by = part.spec, part.detected_by
+                for name, entry in part.methods.items():
+                    if name not in total.methods or entry[0] < total.methods[name][0]:
+                        total.methods[name] = entry
+            total.protocol = spec_named(total.spec)
+            total.problems += extra_problems.get(stream_id, 0)
+            conflicting, out_of_window = tcp.get(stream_id, [0, 0])
+            for row in tcp_anomaly_rows(
+                connection.name,
+                direction,
+                stream.last_capture,
+                stream.last_ts,
+                conflicting=conflicting,
+                out_of_window=out_of_window,
+            ):
+                total.problems += 1
+                driver.add(*row)
+            merged[direction] = total
+            ends[direction] = StreamEnds(stream.first_ts, stream.last_ts, stream.fin, stream.rst)
+        driver.add(
+            "connections",
+            connection_row(connection.key, connection.name, connection.first_capture, ends, merged),
+        )
 
 
 # ------------------------------------------------------------------------------------------

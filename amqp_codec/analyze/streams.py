@@ -24,6 +24,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import json
+import re
 import struct
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -34,13 +35,16 @@ from ..base import Method, Properties
 from ..capture.packets import TH_SYN, CaptureProblem, Segment
 from ..capture.tcp import (
     Gap,
+    Piece,
     Stream,
     connection_key,
     incarnations,
     reassemble,
     syn_servers,
 )
+from ..decoder import NEED_DATA, FrameDecoder
 from ..dissect import (
+    DEFAULT_SPEC,
     PROTOCOL_HEADER_NAME,
     FrameEvent,
     Problem,
@@ -48,9 +52,11 @@ from ..dissect import (
     ResyncEvent,
     SpecEvent,
     StreamDissector,
+    plausible_frame_end,
 )
 from ..errors import AMQPDecodeError
 from ..frames import (
+    FRAME_END,
     ContentBodyFrame,
     ContentHeaderFrame,
     Frame,
@@ -250,159 +256,430 @@ class _Facts:
     protocol: ProtocolSpec | None = None
     """The version :attr:`spec` names (method ids are looked up in it)."""
     detected_by: str | None = None
-    methods: dict[str, tuple[float, Method]] = field(default_factory=dict)
-    """The first of each connection-class method seen, with its timestamp."""
+    methods: dict[str, tuple[int, float, Method]] = field(default_factory=dict)
+    """The first of each connection-class method seen: its offset, timestamp and itself."""
 
 
-class _Direction:
-    """Dissects one direction's reassembled stream into rows."""
+@dataclass(frozen=True, slots=True)
+class Region:
+    """The part of one direction's stream a :class:`DirectionDissector` is responsible for.
+
+    A long stream is dissected in regions by parallel tasks (see
+    :mod:`amqp_codec.analyze.plan`): region 0 from the start of the stream as one whole pass
+    would; a later region from the first frame it finds at or after :attr:`start` (its
+    *sync*), in the version the stream's head named. Each emits the rows of the frames that
+    start in ``[start, end)`` and reads on past ``end`` only to finish what it started (the
+    frame that crosses ``end``, the messages still in progress there).
+    """
+
+    index: int = 0
+    """0: the stream's first region (or the whole stream)."""
+    start: int = 0
+    end: int | None = None
+    """None: the region runs to the end of the stream."""
+    spec: ProtocolSpec | None = None
+    """A later region's version (region 0 detects it)."""
+    tuned_frame_max: int = 0
+    """A later region's frame_max from connection.tune (for the resync heuristic)."""
+    reads_to_end: bool = True
+    """The bytes given to the region run to the end of the stream (else they stop some way
+    past the region's end, and running out of them is not the stream's end)."""
+
+
+#: The whole stream as one region: the sequential pass every parallel run must equal.
+WHOLE = Region()
+
+
+@dataclass(slots=True)
+class Follow:
+    """A message in progress at a region's end, followed into the next region's frames."""
+
+    channel: int
+    start: int
+    """Stream offset where following began (the region's :attr:`Edge.end`)."""
+    end: int | None = None
+    """Offset just past the frame that completed, failed or interrupted the message, or where
+    frames were lost; None: followed to the end of the stream."""
+    texts: dict[int, str] = field(default_factory=dict)
+    """The content-sequence problem of each followed frame that had one, by frame offset."""
+
+
+@dataclass(slots=True)
+class Edge:
+    """What a region reports to the driver so its neighbours can be checked against it."""
+
+    sync: int | None = None
+    """Offset of the first frame the region decoded (0 for region 0); None: none found."""
+    end: int | None = None
+    """Offset of the first frame boundary at or after the region's end, where the next
+    region must have synced; None: the stream ended first."""
+    forgot: bool = False
+    """Content state was lost in the region (frames lost to a gap or a decode error), up to
+    :attr:`end`: channels not in :attr:`known` are then unchecked after the region."""
+    known: set[int] = field(default_factory=set)
+    """Channels that had a method frame since the region's start or last loss."""
+    overflow: bool = False
+    """Reading on past the end to finish a message went further than allowed."""
+    spec: str | None = None
+    """Region 0: the version it detected."""
+    tuned_frame_max: int = 0
+    """Region 0: frame_max of the first connection.tune or tune-ok."""
+    deferred: list[tuple[int, int, list[Any]]] = field(default_factory=list)
+    """Frame rows whose ``problem`` depends on what came before the region: content frames on
+    a channel before its first method frame here, and that method frame (offset, channel,
+    row with the problem found locally, assuming a clean state)."""
+    conditional: list[tuple[int, int, tuple[Any, ...]]] = field(default_factory=list)
+    """``problems`` rows found for those frames assuming a clean state (offset, channel, row)."""
+    follows: list[Follow] = field(default_factory=list)
+
+
+# Modes of a DirectionDissector
+_SYNC, _MAIN, _FOLLOW, _DONE = "sync", "main", "follow", "done"
+#: Bytes a later region looks through for its first frame before giving up.
+SYNC_LIMIT = 8 * 2**20
+#: Frames that must follow a candidate first frame, each plausible, before a region syncs.
+SYNC_CHAIN = 4
+#: Bytes a region reads past its end to finish the messages in progress there.
+FOLLOW_LIMIT = 64 * 2**20
+_HEARTBEAT_OR_HEADER = (ProtocolHeader, HeartbeatFrame, DraftHeartbeatFrame)
+_CONTENT_FRAMES = (ContentHeaderFrame, ContentBodyFrame, DraftHeaderFrame, DraftBodyFrame)
+
+
+class DirectionDissector:
+    """Dissects one direction's stream, or one :class:`Region` of it, into rows."""
 
     def __init__(
         self,
-        stream: Stream,
         *,
-        capture_of: _CaptureIndex,
         connection: str,
         direction: str,
         bodies: bool,
+        region: Region = WHOLE,
     ) -> None:
         self.connection = connection
         self.direction = direction
         self.bodies = bodies
+        self.region = region
         self.rows: list[Row] = []  # rows found and not yet handed out by run()
-        self.capture_of = capture_of
         self.facts = _Facts()
-        self.dissector = StreamDissector(name=f"{connection} {direction}")
+        self.edge = Edge(sync=0 if region.index == 0 else None)
+        name = f"{connection} {direction}"
+        self.dissector = StreamDissector(name=name)
         self.assembler = MessageAssembler()
         self.draft_assembler = DraftMessageAssembler()  # 99-0 framesets
         self.starts: list[int] = []  # stream offsets where pieces start
         self.stamps: list[float] = []  # their timestamps
+        self.captures: list[str] = []  # and capture files
         self.content: dict[int, tuple[int, float]] = {}  # channel -> content method offset, ts
-        self.first = True
+        self.first = region.index == 0
         self.last_frame: list[Any] | None = None
+        self.last_deferred = False
         self.json_cache: dict[Method, str] = {}
-        self.stream = stream
+        self.mode = _MAIN if region.index == 0 else _SYNC
+        self.sync_buffer = bytearray()
+        self.sync_base = region.start  # stream offset of sync_buffer[0]
+        self.after_gap = False  # a gap came before the region's first frame
+        self.following: dict[int, Follow] = {}
+        self.resolved: list[int] = []  # followed channels resolved by the last frame
+        self.follow_frame: tuple[int, int] | None = None
+        self.past_end = 0  # bytes read past the region's end
 
-    def run(self) -> Iterator[Row]:
-        """Dissect the stream, yielding rows as they are found; then :attr:`facts` is complete."""
-        position = 0
+    # -- driving ----------------------------------------------------------------------------
+
+    def run(self, items: Iterable[Piece | Gap]) -> Iterator[Row]:
+        """Dissect the stream's pieces and gaps (in stream order, from the region's start on),
+        yielding rows as they are found; :attr:`facts` and :attr:`edge` are complete after."""
+        start, end = self.region.start, self.region.end
+        position = start
         gap: Gap | None = None
-        for item in self.stream.pieces_and_gaps:
+        for item in items:
+            if self.mode == _DONE:
+                break
             if isinstance(item, Gap):
                 if item.length is None:  # started mid-stream: earlier bytes are unknown
-                    self._gap(item.offset, None, item.ts)
+                    self._gap(item.offset, None, item.ts, "")
                 else:
                     gap = item  # its extent is where the next piece starts
                 continue
             if item.offset > position:
-                self._gap(position, item.offset - position, item.ts if gap is None else gap.ts)
+                ts = item.ts if gap is None else gap.ts
+                self._gap(position, item.offset - position, ts, item.capture)
                 position = item.offset
             gap = None
             data = item.data
             if item.offset < position:  # overlap already delivered: keep the new bytes only
                 data = data[position - item.offset :]
-            if not data:
+            if not data or self.mode == _DONE:
                 continue
+            low, high = max(position, start), position + len(data)
+            if end is not None:
+                high = min(high, end)
+            if high > low:
+                self.facts.size += high - low
+            if end is not None and position + len(data) > end:
+                self.past_end += position + len(data) - max(end, position)
+                if self.past_end > FOLLOW_LIMIT and self.mode in (_MAIN, _FOLLOW):
+                    self.edge.overflow = True
+                    self.mode = _DONE
+                    break
             self.starts.append(position)
             self.stamps.append(item.ts)
-            self._events(self.dissector.feed(data))
+            self.captures.append(item.capture)
+            self._feed(position, data)
             position += len(data)
             if len(self.rows) > 1000:  # hand rows on as they come: a stream may be huge
                 yield from self.rows
                 self.rows.clear()
-        if gap is not None and gap.length is not None:  # bytes lost at the end of the stream
-            self._gap(position, gap.length, gap.ts)
-        self._events(self.dissector.finish())
-        self._tcp_anomalies()
+        else:
+            if not self.region.reads_to_end and self.mode in (_MAIN, _FOLLOW):
+                # A region before the last ran out of the bytes it was given to read past its
+                # end: the stream goes on, so nothing may be taken as its end.
+                self.edge.overflow = True
+                self.mode = _DONE
+            else:
+                if gap is not None and gap.length is not None:  # bytes lost at the end
+                    capture = self.captures[-1] if self.captures else ""
+                    self._gap(position, gap.length, gap.ts, capture)
+                self._finish()
         self._flush()
-        self.facts.size = self.dissector.stats.bytes
         yield from self.rows
         self.rows.clear()
 
-    def _tcp_anomalies(self) -> None:
-        """Problems the reassembly counted: retransmissions that differ, segments out of window."""
-        stream = self.stream
-        if stream.overlaps_conflicting:
-            self._problem_row(
-                None,
-                stream.last_ts,
-                kind="tcp",
-                error="conflicting-overlap",
-                detail=f"{stream.overlaps_conflicting} segments resent bytes that differ from "
-                "the first copy (the first copy was decoded)",
-            )
-        if stream.out_of_window_segments:
-            self._problem_row(
-                None,
-                stream.last_ts,
-                kind="tcp",
-                error="out-of-window",
-                detail=f"{stream.out_of_window_segments} segments before the SYN or after the "
-                "FIN were left out (a reused port?)",
-            )
+    def _feed(self, position: int, data: bytes) -> None:
+        if self.mode == _SYNC:
+            if not self.sync_buffer:
+                self.sync_base = position
+            self.sync_buffer += data
+            self._try_sync(final=False)
+        elif self.mode in (_MAIN, _FOLLOW):
+            self._events(self.dissector.feed(data))
+
+    def _finish(self) -> None:
+        if self.mode == _SYNC:
+            self._try_sync(final=True)
+        if self.mode in (_MAIN, _FOLLOW):
+            self._events(self.dissector.finish())
+            if self.mode == _MAIN and self.region.end is None:
+                self._edge_state()
+        self.mode = _DONE
+
+    # -- a later region's first frame -------------------------------------------------------
+
+    def _try_sync(self, *, final: bool) -> None:
+        """Find the region's first frame in the bytes gathered so far (see :func:`find_sync`)."""
+        region = self.region
+        spec = region.spec or DEFAULT_SPEC
+        found = find_sync(self.sync_buffer, spec, region.tuned_frame_max, final=final)
+        if found is None:
+            if final or len(self.sync_buffer) > SYNC_LIMIT:
+                if len(self.sync_buffer) > SYNC_LIMIT:
+                    self.mode = _DONE  # the driver falls back to one pass for this stream
+                self.sync_buffer = bytearray()
+            return
+        sync = self.sync_base + found
+        self.edge.sync = sync
+        if region.end is not None and sync >= region.end:
+            self.mode = _DONE  # no frame starts in this region (one large frame crosses it)
+            return
+        self.dissector = StreamDissector.resuming(
+            spec,
+            sync,
+            tuned_frame_max=region.tuned_frame_max,
+            forgotten=self.after_gap,
+            name=self.dissector.stats.name,
+        )
+        if self.after_gap:
+            self._forget()
+        self.mode = _MAIN
+        data = bytes(self.sync_buffer[found:])
+        self.sync_buffer = bytearray()
+        self._events(self.dissector.feed(data))
 
     # -- locating stream offsets in the capture ---------------------------------------------
 
+    def _where(self, offset: int | None) -> tuple[float | None, str | None]:
+        """Timestamp and capture file of the piece holding stream byte ``offset``."""
+        if not self.starts:
+            return None, None
+        i = 0 if offset is None else max(bisect.bisect_right(self.starts, offset) - 1, 0)
+        return self.stamps[i], self.captures[i] or None
+
     def _ts(self, offset: int) -> float | None:
-        i = bisect.bisect_right(self.starts, offset) - 1
-        if i < 0:
-            return self.stamps[0] if self.stamps else None
-        return self.stamps[i]
+        return self._where(offset)[0]
+
+    def _owns(self, offset: int) -> bool:
+        end = self.region.end
+        return offset >= self.region.start and (end is None or offset < end)
 
     # -- events -----------------------------------------------------------------------------
 
-    def _gap(self, offset: int, length: int | None, ts: float) -> None:
-        lost = "an unknown number of" if length is None else str(length)
-        self._problem_row(
-            offset,
-            ts,
-            kind="gap",
-            error="gap",
-            detail=f"{lost} bytes missing from the capture at stream offset {offset}",
-        )
-        self._forget()
-        self._events(self.dissector.gap(length or 0))
+    def _gap(self, offset: int, length: int | None, ts: float, capture: str) -> None:
+        if self._owns(offset):
+            lost = "an unknown number of" if length is None else str(length)
+            self._problem_row(
+                offset,
+                ts,
+                kind="gap",
+                error="gap",
+                detail=f"{lost} bytes missing from the capture at stream offset {offset}",
+                capture=capture or self._where(offset)[1],
+            )
+        if self.mode == _SYNC:
+            self._try_sync(final=True)
+            if self.mode == _SYNC:
+                self.after_gap = True
+                self.sync_buffer = bytearray()
+                return
+        if self.mode == _FOLLOW:
+            self._resolve_all(offset)
+            self.mode = _DONE
+            return
+        if self.mode == _MAIN:
+            self._forget()
+            self._events(self.dissector.gap(length or 0))
 
     def _forget(self) -> None:
         """Frames were lost: no message in progress can be completed."""
         self.assembler.forget()
         self.draft_assembler.forget()
         self.content.clear()
+        self.edge.forgot = True
+        self.edge.known.clear()
 
     def _events(self, events: Iterable[Any]) -> None:
+        end = self.region.end
         for event in events:
-            if isinstance(event, FrameEvent):
-                self._flush()
-                self._frame(event)
-            elif isinstance(event, ProblemEvent):
-                self._problem(event.problem)
-            elif isinstance(event, ResyncEvent):
-                self._flush()
-                self._forget()
-                if not event.resumed:
-                    self._problem_row(
-                        event.start,
-                        self._ts(event.start),
-                        kind="resync",
-                        error="resync",
-                        detail=f"no plausible frame start in the last {event.stop - event.start} "
-                        "bytes of the stream",
-                    )
-            elif isinstance(event, SpecEvent):
-                self.facts.spec = event.spec.name
-                self.facts.protocol = event.spec
-                # "given": the spec a resync resumed with, never detected from this stream.
-                given = event.detected_by == "given"
-                self.facts.detected_by = "assumed" if given else event.detected_by
+            if self.mode == _MAIN and end is not None:
+                # The region's frames end at the first frame boundary at or after its end.
+                if isinstance(event, FrameEvent) and event.offset >= end:
+                    self._end_main(event.offset)
+                elif (
+                    isinstance(event, ProblemEvent)
+                    and event.problem.source != "content-sequence"
+                    and event.problem.frame_offset >= end
+                ):
+                    self._end_main(event.problem.frame_offset)
+                elif isinstance(event, ResyncEvent) and event.resumed and event.stop >= end:
+                    self._flush()
+                    self._forget()
+                    self._end_main(event.stop)
+                    continue
+            if self.mode == _FOLLOW:
+                self._follow_event(event)
+            elif self.mode == _MAIN:
+                self._main_event(event)
+        if self.mode == _FOLLOW:
+            self._apply_resolved()
+
+    def _main_event(self, event: Any) -> None:
+        if isinstance(event, FrameEvent):
+            self._flush()
+            self._frame(event)
+        elif isinstance(event, ProblemEvent):
+            self._problem(event.problem)
+        elif isinstance(event, ResyncEvent):
+            self._flush()
+            self._forget()
+            if not event.resumed:
+                self._problem_row(
+                    event.start,
+                    self._ts(event.start),
+                    kind="resync",
+                    error="resync",
+                    detail=f"no plausible frame start in the last {event.stop - event.start} "
+                    "bytes of the stream",
+                )
+        elif isinstance(event, SpecEvent):
+            self.facts.spec = event.spec.name
+            self.facts.protocol = event.spec
+            # "given": the spec a resync resumed with, never detected from this stream.
+            given = event.detected_by == "given"
+            self.facts.detected_by = "assumed" if given else event.detected_by
+
+    def _edge_state(self) -> None:
+        """Record what the next region's checks depend on, at the end of this one's frames."""
+        self.edge.spec = self.facts.spec
+        self.edge.tuned_frame_max = self.dissector.tuned_frame_max
+
+    def _end_main(self, offset: int) -> None:
+        """This region's frames are done; follow the messages still in progress."""
+        self._flush()
+        self.edge.end = offset
+        self._edge_state()
+        for channel in sorted(self.content):
+            if self.assembler.in_progress(channel) or self.draft_assembler.in_progress(channel):
+                self.following[channel] = Follow(channel, offset)
+                self.edge.follows.append(self.following[channel])
+        self.mode = _FOLLOW if self.following else _DONE
+
+    # -- following messages past the region's end -------------------------------------------
+
+    def _follow_event(self, event: Any) -> None:
+        if isinstance(event, FrameEvent):
+            self._apply_resolved()
+            frame = event.frame
+            channel = getattr(frame, "channel", None)
+            if channel not in self.following or isinstance(frame, ProtocolHeader):
+                self.follow_frame = None
+                return
+            self.follow_frame = (event.offset, channel)
+            try:
+                message = self.assembler.feed(frame) or self.draft_assembler.feed(frame)
+            except AMQPDecodeError:
+                message = None
+            if message is not None:
+                self._message(message)
+            in_progress = self.assembler.in_progress(channel) or self.draft_assembler.in_progress(
+                channel
+            )
+            if isinstance(frame, (MethodFrame, DraftMethodFrame)) or not in_progress:
+                self.following[channel].end = event.end
+                self.resolved.append(channel)
+        elif isinstance(event, ProblemEvent):
+            problem = event.problem
+            if problem.source != "content-sequence":
+                self._resolve_all(problem.frame_offset)  # the dissector forgets the messages
+                return
+            follow = self.following.get(problem.channel) if problem.channel is not None else None
+            at_frame = self.follow_frame is not None and self.follow_frame == (
+                problem.frame_offset,
+                problem.channel,
+            )
+            if follow is not None and (at_frame or problem.frame_offset >= self.dissector._end):
+                follow.texts[problem.frame_offset] = problem.reason
+                self._problem(problem)
+        elif isinstance(event, ResyncEvent):
+            self._resolve_all(event.start)
+
+    def _apply_resolved(self) -> None:
+        for channel in self.resolved:
+            self.following.pop(channel, None)
+        self.resolved.clear()
+        if not self.following:
+            self.mode = _DONE
+
+    def _resolve_all(self, offset: int) -> None:
+        for follow in self.following.values():
+            if follow.end is None:
+                follow.end = offset
+        self.following.clear()
+        self.resolved.clear()
+        self.mode = _DONE
+
+    # -- rows -------------------------------------------------------------------------------
 
     def _flush(self) -> None:
         if self.last_frame is not None:
-            self.rows.append(("frames", tuple(self.last_frame)))
+            if self.last_deferred:
+                self.edge.deferred.append((self.last_frame[4], self.last_frame[5], self.last_frame))
+            else:
+                self.rows.append(("frames", tuple(self.last_frame)))
             self.last_frame = None
+            self.last_deferred = False
 
     def _frame(self, event: FrameEvent) -> None:
         frame = event.frame
-        ts = self._ts(event.offset)
+        ts, capture = self._where(event.offset)
         self.facts.frames += 1
         kind = _FRAME_TYPES[type(frame)]
         method = frame.method if kind == "method" else None  # type: ignore[union-attr]
@@ -412,21 +689,40 @@ class _Direction:
             fields = self._method_json(method)
         else:
             fields = _dumps(frame_fields(frame))
+        channel = None if isinstance(frame, ProtocolHeader) else frame.channel
+        if self.first:
+            self.first = False
+            starts = isinstance(frame, ProtocolHeader) or (
+                method is not None and method.NAME == "connection.start"
+            )
+            if not starts:
+                self._forget()  # content sequences can only be checked from the start
         self.last_frame = [
-            self.capture_of(ts),
+            capture,
             self.connection,
             self.direction,
             ts,
             event.offset,
-            None if isinstance(frame, ProtocolHeader) else frame.channel,
+            channel,
             kind,
             None if method is None else method.NAME,
             fields,
             event.end - event.offset,
             None,
         ]
-        if method is not None and method.CLASS_ID == 10 and ts is not None:
-            self.facts.methods.setdefault(method.NAME, (ts, method))
+        # In a later region, a channel's content frames before its first method frame here
+        # (and that method frame) depend on the state the earlier regions left it in.
+        self.last_deferred = (
+            self.region.index > 0
+            and not self.edge.forgot
+            and channel is not None
+            and channel not in self.edge.known
+            and not isinstance(frame, _HEARTBEAT_OR_HEADER)
+        )
+        if method is not None:
+            self.edge.known.add(frame.channel)  # type: ignore[union-attr]
+            if method.CLASS_ID == 10 and ts is not None:
+                self.facts.methods.setdefault(method.NAME, (event.offset, ts, method))
         self._assemble(frame, event.offset, ts)
 
     def _method_json(self, method: Method) -> str:
@@ -442,15 +738,6 @@ class _Direction:
         return cached
 
     def _assemble(self, frame: Frame, offset: int, ts: float | None) -> None:
-        if self.first:
-            self.first = False
-            starts = isinstance(frame, ProtocolHeader) or (
-                isinstance(frame, (MethodFrame, DraftMethodFrame))
-                and frame.method.NAME == "connection.start"
-            )
-            if not starts:
-                self.assembler.forget()
-                self.draft_assembler.forget()
         if isinstance(frame, (MethodFrame, DraftMethodFrame)) and frame.method.HAS_CONTENT:
             self.content[frame.channel] = (offset, ts or 0.0)
         try:
@@ -492,7 +779,7 @@ class _Direction:
             (
                 "messages",
                 (
-                    self.capture_of(ts),
+                    self._where(offset)[1],
                     self.connection,
                     self.direction,
                     ts,
@@ -515,39 +802,50 @@ class _Direction:
         )
 
     def _problem(self, problem: Problem) -> None:
-        self.facts.problems += 1
-        if self.last_frame is not None and problem.frame_offset == self.last_frame[4]:
-            self.last_frame[10] = problem.reason
-        self.rows.append(
-            (
-                "problems",
-                (
-                    self.capture_of(self._ts(problem.offset)),
-                    None,
-                    self.connection,
-                    self.direction,
-                    self._ts(problem.offset),
-                    problem.offset,
-                    _problem_kind(problem),
-                    problem.error,
-                    problem.reply_code,
-                    problem.channel,
-                    problem.method,
-                    problem.field,
-                    problem.reason if not problem.note else f"{problem.reason}; {problem.note}",
-                ),
-            )
+        concerns_last = self.last_frame is not None and problem.frame_offset == self.last_frame[4]
+        if concerns_last:
+            self.last_frame[10] = problem.reason  # type: ignore[index]
+        ts, capture = self._where(problem.offset)
+        row = (
+            capture,
+            None,
+            self.connection,
+            self.direction,
+            ts,
+            problem.offset,
+            _problem_kind(problem),
+            problem.error,
+            problem.reply_code,
+            problem.channel,
+            problem.method,
+            problem.field,
+            problem.reason if not problem.note else f"{problem.reason}; {problem.note}",
         )
+        if concerns_last and self.last_deferred and problem.source == "content-sequence":
+            # Found assuming a clean state before this region: the driver decides.
+            self.edge.conditional.append((problem.frame_offset, problem.channel or 0, row))
+            return
+        self.facts.problems += 1
+        self.rows.append(("problems", row))
 
     def _problem_row(
-        self, offset: int | None, ts: float | None, *, kind: str, error: str, detail: str
+        self,
+        offset: int | None,
+        ts: float | None,
+        *,
+        kind: str,
+        error: str,
+        detail: str,
+        capture: str | None = None,
     ) -> None:
         self.facts.problems += 1
+        if capture is None:
+            capture = self._where(offset)[1]
         self.rows.append(
             (
                 "problems",
                 (
-                    self.capture_of(ts),
+                    capture,
                     None,
                     self.connection,
                     self.direction,
@@ -563,6 +861,76 @@ class _Direction:
                 ),
             )
         )
+
+
+def find_sync(
+    data: bytes | bytearray, spec: ProtocolSpec, tuned_frame_max: int = 0, *, final: bool
+) -> int | None:
+    """The offset in ``data`` of the first plausible frame start: a frame whose header is
+    plausible, whose frame-end octet is where its size says, which decodes on its own, and
+    which :data:`SYNC_CHAIN` frames as plausible follow (fewer where ``data`` ends, if
+    ``final``: nothing comes after it). None: none yet (or, if ``final``, none at all).
+
+    Stricter than the dissector's resync, which believes one frame: a region's guess is
+    checked against where the previous region's frames actually ended, and a wrong guess
+    costs a second pass over the stream.
+    """
+    pattern = _FRAME_START if spec.wire_format == "0-9" else _DRAFT_START
+    n = len(data)
+    pos = 0
+    while True:
+        match = pattern.search(data, pos)
+        if match is None:
+            return None
+        pos = match.start()
+        verdict = _chain(data, pos, spec, tuned_frame_max, final)
+        if verdict is None:
+            return None  # wait for more bytes
+        if verdict:
+            return pos
+        pos += 1
+        if pos >= n:
+            return None
+
+
+_FRAME_START = re.compile(b"[\x01\x02\x03\x08]")
+_DRAFT_START = re.compile(b"[\x00-\x0f][\x01\x02\x03\x08]")
+
+
+def _chain(
+    data: bytes | bytearray, pos: int, spec: ProtocolSpec, tuned_frame_max: int, final: bool
+) -> bool | None:
+    """Whether frames chain plausibly from ``pos``; None: more bytes are needed to tell."""
+    n = len(data)
+    frames = 0
+    cursor = pos
+    header = 7 if spec.wire_format == "0-9" else 12
+    while frames < SYNC_CHAIN:
+        if cursor + header > n:
+            return (frames > 0) if final else None
+        end = plausible_frame_end(spec, data, cursor, tuned_frame_max)
+        if end is None:
+            return False
+        if end >= n:
+            return (frames > 0) if final else None
+        if data[end] != FRAME_END:
+            return False
+        if frames == 0 and not _decodes(bytes(data[cursor : end + 1]), spec):
+            return False
+        frames += 1
+        cursor = end + 1
+        if cursor == n:
+            return True if final else None
+    return True
+
+
+def _decodes(candidate: bytes, spec: ProtocolSpec) -> bool:
+    trial = FrameDecoder(spec)
+    trial.receive_data(candidate)
+    try:
+        return trial.next_frame() is not NEED_DATA
+    except Exception:  # AMQPDecodeError, or a codec bug: either way not believable
+        return False
 
 
 def _problem_kind(problem: Problem) -> str:
@@ -622,55 +990,97 @@ def message_properties(props: Properties) -> tuple[Any, ...]:
 # ------------------------------------------------------------------------------------------
 
 
-class _CaptureIndex:
-    """Maps a packet timestamp to the capture file it came from (rotated files follow in time)."""
-
-    def __init__(self, segments: Iterable[Segment]) -> None:
-        spans: dict[str, list[float]] = {}
-        for seg in segments:
-            span = spans.setdefault(seg.capture, [seg.ts, seg.ts])
-            span[0] = min(span[0], seg.ts)
-            span[1] = max(span[1], seg.ts)
-        ordered = sorted(spans.items(), key=lambda item: (item[1][0], item[0]))
-        self.names = [name for name, _ in ordered]
-        self.firsts = [span[0] for _, span in ordered]
-
-    @property
-    def first(self) -> str | None:
-        """The capture holding the connection's first packet."""
-        return self.names[0] if self.names else None
-
-    def __call__(self, ts: float | None) -> str | None:
-        if not self.names:
-            return None
-        if ts is None:
-            return self.names[0]
-        i = bisect.bisect_right(self.firsts, ts) - 1
-        return self.names[max(i, 0)]
-
-
 # ------------------------------------------------------------------------------------------
 # One connection
 # ------------------------------------------------------------------------------------------
 
 
-def _looks_like_amqp(client: Stream | None, server: Stream | None) -> bool | None:
-    """True: starts like AMQP; False: starts like something else; None: start not captured."""
+def looks_like_amqp(client_head: bytes | None, server_head: bytes | None) -> bool | None:
+    """True: starts like AMQP; False: like something else; None: the start was not captured.
+
+    A head is the first bytes of a direction's stream when its SYN and its first byte were
+    captured, else None.
+    """
     starts: list[bytes] = []
-    for stream, opening in ((client, _AMQP), (server, _START_PREFIX)):
-        if stream is None or not stream.pieces_and_gaps:
+    for head, opening in ((client_head, _AMQP), (server_head, _START_PREFIX)):
+        if not head:
             continue
-        head = stream.pieces_and_gaps[0]
-        if isinstance(head, Gap) or head.offset != 0 or not stream.syn:
-            continue
-        if head.data.startswith(opening):
+        if head.startswith(opening):
             return True
-        if stream is server and start_version(head.data, 0) is not None:  # 99-0's frame
+        if head is server_head and start_version(head, 0) is not None:  # 99-0's frame
             return True
-        starts.append(head.data[:16])
+        starts.append(head[:16])
     if not starts:
         return None
     return False
+
+
+def _stream_head(stream: Stream | None) -> bytes | None:
+    if stream is None or not stream.pieces_and_gaps or not stream.syn:
+        return None
+    head = stream.pieces_and_gaps[0]
+    if isinstance(head, Gap) or head.offset != 0:
+        return None
+    return head.data
+
+
+def unknown_protocol_row(
+    capture: str | None, name: str, direction: str, ts: float | None, head: bytes
+) -> Row:
+    """The ``problems`` row of a connection on an AMQP port that does not start like AMQP."""
+    return (
+        "problems",
+        (
+            capture,
+            None,
+            name,
+            direction,
+            ts,
+            0,
+            "unknown-protocol",
+            "unknown-protocol",
+            None,
+            None,
+            None,
+            None,
+            f"the connection does not start like AMQP (first bytes {head[:16].hex()})",
+        ),
+    )
+
+
+def tcp_anomaly_rows(
+    name: str,
+    direction: str,
+    capture: str | None,
+    ts: float | None,
+    *,
+    conflicting: int,
+    out_of_window: int,
+) -> list[Row]:
+    """Problems the reassembly counted: retransmissions that differ, segments out of window."""
+    rows: list[Row] = []
+
+    def row(error: str, detail: str) -> Row:
+        fields = (capture, None, name, direction, ts, None, "tcp", error, None, None, None, None)
+        return ("problems", (*fields, detail))
+
+    if conflicting:
+        rows.append(
+            row(
+                "conflicting-overlap",
+                f"{conflicting} segments resent bytes that differ from the first copy (the "
+                "first copy was decoded)",
+            )
+        )
+    if out_of_window:
+        rows.append(
+            row(
+                "out-of-window",
+                f"{out_of_window} segments before the SYN or after the FIN were left out (a "
+                "reused port?)",
+            )
+        )
+    return rows
 
 
 def endpoints(seg: Segment) -> tuple[tuple[str, int], tuple[str, int]]:
@@ -690,6 +1100,9 @@ def analyze_connection(
     connection on one of ``ports`` that does not start like AMQP gives one
     ``unknown-protocol`` problem; a connection on another port is only analysed when it
     starts with the AMQP protocol header (or connection.start).
+
+    This is the whole connection in one pass, in this process: the reference that the Spark
+    job, which dissects long streams in parallel regions, must equal.
     """
     segs = list(segments)
     # A long capture may see a client reuse its port: each TCP connection (a new client ISN)
@@ -700,6 +1113,16 @@ def analyze_connection(
         return
     for number, incarnation in enumerate(incarnations(segs), 1):
         yield from _analyze_incarnation(incarnation, ports, bodies, f"#{number}" * (number > 1))
+
+
+@dataclass(frozen=True, slots=True)
+class StreamEnds:
+    """How one direction's TCP stream began and ended (for the ``connections`` row)."""
+
+    first_ts: float | None = None
+    last_ts: float | None = None
+    fin: bool = False
+    rst: bool = False
 
 
 def _analyze_incarnation(
@@ -716,64 +1139,64 @@ def _analyze_incarnation(
     if not keys:
         return
     key = max(keys, key=lambda k: keys[k])
-    captures = _CaptureIndex(segs)
+    first_capture = min(segs, key=lambda s: (s.ts, s.capture, s.packet)).capture
     client = reassemble(by_direction["client"]) if by_direction["client"] else None
     server = reassemble(by_direction["server"]) if by_direction["server"] else None
     name = connection_name(key) + suffix
     on_port = key[3] in ports
-    amqp = _looks_like_amqp(client, server)
+    amqp = looks_like_amqp(_stream_head(client), _stream_head(server))
     if amqp is False or (amqp is None and not on_port):
         if on_port:
             first = client or server
-            head = b""
-            if first is not None:
-                head = b"".join(first.chunks())[:16]
-            yield (
-                "problems",
-                (
-                    captures.first,
-                    None,
-                    name,
-                    "client" if client is not None else "server",
-                    None if first is None else first.first_ts,
-                    0,
-                    "unknown-protocol",
-                    "unknown-protocol",
-                    None,
-                    None,
-                    None,
-                    None,
-                    f"the connection does not start like AMQP (first bytes {head.hex()})",
-                ),
-            )
+            head = b"" if first is None else b"".join(first.chunks())[:16]
+            direction = "client" if client is not None else "server"
+            ts = None if first is None else first.first_ts
+            yield unknown_protocol_row(first_capture, name, direction, ts, head)
         return
     facts: dict[str, _Facts] = {}
+    ends: dict[str, StreamEnds] = {}
     for direction, stream in (("client", client), ("server", server)):
         if stream is None:
             continue
-        dissected = _Direction(
-            stream, capture_of=captures, connection=name, direction=direction, bodies=bodies
-        )
-        yield from dissected.run()
+        dissected = DirectionDissector(connection=name, direction=direction, bodies=bodies)
+        yield from dissected.run(stream.pieces_and_gaps)
         facts[direction] = dissected.facts
-    yield ("connections", _connection_row(key, name, captures, client, server, facts))
+        ends[direction] = StreamEnds(stream.first_ts, stream.last_ts, stream.fin, stream.rst)
+        pieces = [p for p in stream.pieces_and_gaps if isinstance(p, Piece)]
+        last_capture = pieces[-1].capture if pieces else first_capture
+        for row in tcp_anomaly_rows(
+            name,
+            direction,
+            last_capture,
+            stream.last_ts,
+            conflicting=stream.overlaps_conflicting,
+            out_of_window=stream.out_of_window_segments,
+        ):
+            dissected.facts.problems += 1
+            yield row
+    yield ("connections", connection_row(key, name, first_capture, ends, facts))
 
 
-def _connection_row(
+def _first(facts: _Facts, name: str) -> Method | None:
+    entry = facts.methods.get(name)
+    return None if entry is None else entry[2]
+
+
+def connection_row(
     key: ConnectionKey,
     name: str,
-    captures: _CaptureIndex,
-    client: Stream | None,
-    server: Stream | None,
+    first_capture: str | None,
+    ends: Mapping[str, StreamEnds],
     facts: Mapping[str, _Facts],
 ) -> tuple[Any, ...]:
+    """The ``connections`` row from what both directions said and how their streams ended."""
     empty = _Facts()
     c, s = facts.get("client", empty), facts.get("server", empty)
-    start = s.methods.get("connection.start", (0.0, None))[1]
-    start_ok = c.methods.get("connection.start-ok", (0.0, None))[1]
-    tune = s.methods.get("connection.tune", (0.0, None))[1]
-    tune_ok = c.methods.get("connection.tune-ok", (0.0, None))[1]
-    opened = c.methods.get("connection.open", (0.0, None))[1]
+    start = _first(s, "connection.start")
+    start_ok = _first(c, "connection.start-ok")
+    tune = _first(s, "connection.tune")
+    tune_ok = _first(c, "connection.tune-ok")
+    opened = _first(c, "connection.open")
     negotiated = tune_ok or tune
     client_props = getattr(start_ok, "client_properties", None)
     server_props = getattr(start, "server_properties", None)
@@ -783,13 +1206,12 @@ def _connection_row(
     if isinstance(mechanism, str) and isinstance(response, bytes):
         user = user_name(mechanism, response)
     closes = [
-        (when, who, method)
+        (entry[1], who, entry[2])
         for who, f in (("client", c), ("server", s))
         if (entry := f.methods.get("connection.close")) is not None
-        for when, method in [entry]
     ]
     close = min(closes, key=lambda item: item[0]) if closes else None
-    streams = [x for x in (client, server) if x is not None]
+    streams = list(ends.values())
     closed_by: str
     close_method = None
     if close is not None:
@@ -814,7 +1236,7 @@ def _connection_row(
     lasts = [x.last_ts for x in streams if x.last_ts is not None]
     close_obj = close[2] if close is not None else None
     return (
-        captures.first,
+        first_capture,
         name,
         key[0],
         key[1],

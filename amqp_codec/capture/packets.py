@@ -62,11 +62,16 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 __all__ = [
+    "CaptureLayout",
     "CaptureProblem",
+    "RangeRead",
     "Segment",
     "capture_files",
+    "capture_layout",
+    "find_record",
     "is_capture_file",
     "read_capture",
+    "read_range",
 ]
 
 
@@ -467,55 +472,83 @@ def _gunzip(path: str, src: BinaryIO, dst: BinaryIO) -> CaptureProblem | None:
 
 
 def _read_pcap(path: str, mm: mmap.mmap, size: int) -> Iterator[Segment | CaptureProblem]:
+    layout = _pcap_layout(path, mm, size)
+    if isinstance(layout, CaptureProblem):
+        yield layout
+        return
+    yield from _pcap_records(layout, mm, layout.first_record, size, 0, RangeRead())
+
+
+def _pcap_layout(path: str, mm: mmap.mmap, size: int) -> CaptureLayout | CaptureProblem:
     order, divisor = _PCAP_MAGICS[mm[:4]]
     if size < 24:
-        yield CaptureProblem(path, None, "truncated-file", f"pcap header cut at {size} bytes")
-        return
+        return CaptureProblem(path, None, "truncated-file", f"pcap header cut at {size} bytes")
     snaplen, network = struct.unpack_from(order + "II", mm, 16)
     link = network & 0x03FFFFFF  # the top bits may carry FCS information
     if link not in _SUPPORTED_LINKS:
-        yield CaptureProblem(
+        return CaptureProblem(
             path, None, "unsupported-link-type", f"link type {link} (packets skipped)"
         )
-        return
-    max_caplen = max(snaplen, _MAX_RECORD)
+    first_ts = None
+    if size >= 40:
+        sec, frac = struct.unpack_from(order + "II", mm, 24)
+        first_ts = sec + frac / divisor
+    return CaptureLayout(
+        path, size, "pcap", 24, order, divisor, link, max(snaplen, _MAX_RECORD), (), first_ts
+    )
+
+
+def _pcap_records(
+    layout: CaptureLayout, mm: mmap.mmap, pos: int, end: int, index: int, out: RangeRead
+) -> Iterator[Segment | CaptureProblem]:
+    """The packets of the records that start in ``[pos, end)``; ``out`` learns where the next
+    record starts and how many were read."""
+    path, size, link, divisor = layout.path, layout.size, layout.link, layout.divisor
+    max_caplen = layout.max_caplen
     parser = _Packets(path)
     parse = parser.parse
-    record = struct.Struct(order + "IIII").unpack_from
-    pos = 24
-    index = 0
-    while pos < size:
-        if pos + 16 > size:
-            yield CaptureProblem(
-                path, index, "truncated-file", f"record header cut at byte {pos} of {size}"
-            )
-            return
-        sec, frac, caplen, wire_len = record(mm, pos)
-        pos += 16
-        if caplen > max_caplen:
-            yield CaptureProblem(
-                path,
-                index,
-                "corrupt-file",
-                f"record at byte {pos - 16} claims {caplen} bytes (snap length {snaplen})",
-            )
-            return
-        if pos + caplen > size:
-            yield CaptureProblem(
-                path,
-                index,
-                "truncated-file",
-                f"packet data cut: {size - pos} of {caplen} bytes at byte {pos}",
-            )
-            return
-        ts = sec + frac / divisor  # a division rounds once; a multiplication by 1e-6 twice
-        item = parse(mm, pos, pos + caplen, link, index, ts, wire_len)
-        pos += caplen
-        if item is not None:
-            yield item
-            if parser.cut:
-                yield _cut_problem(parser, index, caplen, wire_len)
-        index += 1
+    record = struct.Struct(layout.order + "IIII").unpack_from
+    first = index
+    try:
+        while pos < end:
+            if pos + 16 > size:
+                yield CaptureProblem(
+                    path, index, "truncated-file", f"record header cut at byte {pos} of {size}"
+                )
+                pos = size
+                return
+            sec, frac, caplen, wire_len = record(mm, pos)
+            pos += 16
+            if caplen > max_caplen:
+                yield CaptureProblem(
+                    path,
+                    index,
+                    "corrupt-file",
+                    f"record at byte {pos - 16} claims {caplen} bytes "
+                    f"(snap length {layout.max_caplen})",
+                )
+                pos = size
+                return
+            if pos + caplen > size:
+                yield CaptureProblem(
+                    path,
+                    index,
+                    "truncated-file",
+                    f"packet data cut: {size - pos} of {caplen} bytes at byte {pos}",
+                )
+                pos = size
+                return
+            ts = sec + frac / divisor  # a division rounds once; a multiplication by 1e-6 twice
+            item = parse(mm, pos, pos + caplen, link, index, ts, wire_len)
+            pos += caplen
+            if item is not None:
+                yield item
+                if parser.cut:
+                    yield _cut_problem(parser, index, caplen, wire_len)
+            index += 1
+    finally:
+        out.stop = pos
+        out.records = index - first
 
 
 class _Interface:
@@ -550,122 +583,356 @@ def _parse_idb(body: bytes, order: str) -> _Interface:
 
 
 def _read_pcapng(path: str, mm: mmap.mmap, size: int) -> Iterator[Segment | CaptureProblem]:
+    yield from _pcapng_blocks(path, mm, size, 0, size, 0, "<", [], RangeRead(), start_of_file=True)
+
+
+def _pcapng_layout(path: str, mm: mmap.mmap, size: int) -> CaptureLayout | None:
+    """The layout of a pcapng file whose leading section and interface blocks are sound, from
+    its first packet block on; None when its start is damaged (it is then read whole)."""
+    order = "<"
+    interfaces: list[_Interface] = []
+    pos = 0
+    while pos + 12 <= size:
+        if mm[pos : pos + 4] == _PCAPNG_MAGIC:
+            bom = mm[pos + 8 : pos + 12]
+            if bom not in (b"\x4d\x3c\x2b\x1a", b"\x1a\x2b\x3c\x4d"):
+                return None
+            order = "<" if bom == b"\x4d\x3c\x2b\x1a" else ">"
+            if pos:  # a second section: its interfaces replace the first's
+                return None
+        block_type, block_len = struct.unpack_from(order + "II", mm, pos)
+        if block_len < 12 or block_len % 4 or pos + block_len > size:
+            return None
+        if block_type in (_EPB, _PB, _SPB):
+            first_ts = None
+            if block_type == _EPB and interfaces and block_len >= 32:
+                iface_id, high, low = struct.unpack_from(order + "III", mm, pos + 8)
+                if iface_id < len(interfaces):
+                    iface = interfaces[iface_id]
+                    first_ts = ((high << 32) | low) / iface.divisor + iface.offset
+            return CaptureLayout(
+                path, size, "pcapng", pos, order, 0, 0, 0, tuple(interfaces), first_ts
+            )
+        if block_type == _IDB:
+            if block_len < 20:
+                return None
+            interfaces.append(_parse_idb(mm[pos + 8 : pos + block_len - 4], order))
+        pos += block_len
+    return CaptureLayout(path, size, "pcapng", pos, order, 0, 0, 0, tuple(interfaces), None)
+
+
+def _pcapng_blocks(
+    path: str,
+    mm: mmap.mmap,
+    size: int,
+    pos: int,
+    end: int,
+    index: int,
+    order: str,
+    interfaces: list[_Interface],
+    out: RangeRead,
+    *,
+    start_of_file: bool = False,
+) -> Iterator[Segment | CaptureProblem]:
+    """The packets of the blocks that start in ``[pos, end)``, read with byte ``order`` and
+    the ``interfaces`` described before ``pos``; ``out`` learns where the next block starts,
+    how many packets were read, and whether a section or interface block was met (a reader
+    starting later in the file would not know of it)."""
     parser = _Packets(path)
     parse = parser.parse
-    order = "<"
-    head = struct.Struct("<II").unpack_from
-    u32 = struct.Struct("<I").unpack_from
-    epb = struct.Struct("<IIIII").unpack_from
-    interfaces: list[_Interface] = []
-    index = 0
+    head = struct.Struct(order + "II").unpack_from
+    u32 = struct.Struct(order + "I").unpack_from
+    epb = struct.Struct(order + "IIIII").unpack_from
+    first = index
     last_ts = 0.0
-    pos = 0
-    while pos < size:
-        if pos + 12 > size:
-            yield CaptureProblem(
-                path, None, "truncated-file", f"block header cut at byte {pos} of {size}"
-            )
-            return
-        if mm[pos : pos + 4] == _PCAPNG_MAGIC:  # a section header: byte order may change
-            bom = mm[pos + 8 : pos + 12]
-            if bom == b"\x4d\x3c\x2b\x1a":
-                order = "<"
-            elif bom == b"\x1a\x2b\x3c\x4d":
-                order = ">"
-            else:
+    try:
+        while pos < end:
+            if pos + 12 > size:
                 yield CaptureProblem(
-                    path,
-                    None,
-                    "corrupt-file",
-                    f"section header at byte {pos}: bad byte-order magic",
+                    path, None, "truncated-file", f"block header cut at byte {pos} of {size}"
                 )
+                pos = size
                 return
-            head = struct.Struct(order + "II").unpack_from
-            u32 = struct.Struct(order + "I").unpack_from
-            epb = struct.Struct(order + "IIIII").unpack_from
-            interfaces = []
-        block_type, block_len = head(mm, pos)
-        if block_len < 12 or block_len % 4 or block_len > _MAX_BLOCK:
-            yield CaptureProblem(
-                path, None, "corrupt-file", f"block at byte {pos} has length {block_len}"
-            )
-            return
-        if pos + block_len > size:
-            yield CaptureProblem(
-                path,
-                None,
-                "truncated-file",
-                f"block at byte {pos} needs {block_len} bytes, {size - pos} left",
-            )
-            return
-        if u32(mm, pos + block_len - 4)[0] != block_len:
-            yield CaptureProblem(
-                path, None, "corrupt-file", f"block at byte {pos}: trailing length differs"
-            )
-            return
-        body_start = pos + 8
-        body_end = pos + block_len - 4
-        pos += block_len
-        if block_type in (_EPB, _PB):
-            if body_end - body_start < 20:
-                yield CaptureProblem(path, index, "malformed-packet", "packet block too short")
-                index += 1
-                continue
-            iface_id, high, low, caplen, wire_len = epb(mm, body_start)
-            if block_type == _PB:  # 16-bit interface id, then a 16-bit drops count
-                iface_id = struct.unpack_from(order + "H", mm, body_start)[0]
-            data = body_start + 20
-            if iface_id >= len(interfaces):
-                yield CaptureProblem(
-                    path, index, "malformed-packet", f"unknown interface id {iface_id}"
-                )
-                index += 1
-                continue
-            if data + caplen > body_end:
-                yield CaptureProblem(
-                    path, index, "malformed-packet", f"captured length {caplen} exceeds block"
-                )
-                index += 1
-                continue
-            iface = interfaces[iface_id]
-            ts = ((high << 32) | low) / iface.divisor + iface.offset
-            last_ts = ts
-        elif block_type == _SPB:
-            # No interface id (always 0) and no timestamp: the previous packet's is the best guess.
-            if not interfaces or body_end - body_start < 4:
-                yield CaptureProblem(path, index, "malformed-packet", "simple packet block")
-                index += 1
-                continue
-            wire_len = u32(mm, body_start)[0]
-            data = body_start + 4
-            caplen = min(wire_len, body_end - data)
-            iface = interfaces[0]
-            iface_id = 0
-            ts = last_ts
-        else:
-            if block_type == _IDB:
-                if body_end - body_start < 8:
-                    yield CaptureProblem(
-                        path, None, "corrupt-file", f"interface block at byte {pos} too short"
-                    )
-                    return
-                iface = _parse_idb(mm[body_start:body_end], order)
-                if not iface.supported:
+            if mm[pos : pos + 4] == _PCAPNG_MAGIC:  # a section header: byte order may change
+                bom = mm[pos + 8 : pos + 12]
+                if bom == b"\x4d\x3c\x2b\x1a":
+                    order = "<"
+                elif bom == b"\x1a\x2b\x3c\x4d":
+                    order = ">"
+                else:
                     yield CaptureProblem(
                         path,
                         None,
-                        "unsupported-link-type",
-                        f"interface {len(interfaces)}: link type {iface.link} (packets skipped)",
+                        "corrupt-file",
+                        f"section header at byte {pos}: bad byte-order magic",
                     )
-                interfaces.append(iface)
-            continue  # other blocks: name resolution, statistics, custom...
-        if iface.supported:
-            item = parse(mm, data, data + caplen, iface.link, index, ts, wire_len)
-            if item is not None:
-                yield item
-                if parser.cut:
-                    yield _cut_problem(parser, index, caplen, wire_len)
-        index += 1
+                    pos = size
+                    return
+                head = struct.Struct(order + "II").unpack_from
+                u32 = struct.Struct(order + "I").unpack_from
+                epb = struct.Struct(order + "IIIII").unpack_from
+                interfaces = []
+                if not start_of_file:
+                    out.layout_changed = True
+            block_type, block_len = head(mm, pos)
+            if block_len < 12 or block_len % 4 or block_len > _MAX_BLOCK:
+                yield CaptureProblem(
+                    path, None, "corrupt-file", f"block at byte {pos} has length {block_len}"
+                )
+                pos = size
+                return
+            if pos + block_len > size:
+                yield CaptureProblem(
+                    path,
+                    None,
+                    "truncated-file",
+                    f"block at byte {pos} needs {block_len} bytes, {size - pos} left",
+                )
+                pos = size
+                return
+            if u32(mm, pos + block_len - 4)[0] != block_len:
+                yield CaptureProblem(
+                    path, None, "corrupt-file", f"block at byte {pos}: trailing length differs"
+                )
+                pos = size
+                return
+            body_start = pos + 8
+            body_end = pos + block_len - 4
+            pos += block_len
+            if block_type in (_EPB, _PB):
+                if body_end - body_start < 20:
+                    yield CaptureProblem(path, index, "malformed-packet", "packet block too short")
+                    index += 1
+                    continue
+                iface_id, high, low, caplen, wire_len = epb(mm, body_start)
+                if block_type == _PB:  # 16-bit interface id, then a 16-bit drops count
+                    iface_id = struct.unpack_from(order + "H", mm, body_start)[0]
+                data = body_start + 20
+                if iface_id >= len(interfaces):
+                    yield CaptureProblem(
+                        path, index, "malformed-packet", f"unknown interface id {iface_id}"
+                    )
+                    index += 1
+                    continue
+                if data + caplen > body_end:
+                    yield CaptureProblem(
+                        path, index, "malformed-packet", f"captured length {caplen} exceeds block"
+                    )
+                    index += 1
+                    continue
+                iface = interfaces[iface_id]
+                ts = ((high << 32) | low) / iface.divisor + iface.offset
+                last_ts = ts
+            elif block_type == _SPB:
+                # No interface id (always 0) and no timestamp: the previous packet's is the best
+                # guess.
+                if not interfaces or body_end - body_start < 4:
+                    yield CaptureProblem(path, index, "malformed-packet", "simple packet block")
+                    index += 1
+                    continue
+                wire_len = u32(mm, body_start)[0]
+                data = body_start + 4
+                caplen = min(wire_len, body_end - data)
+                iface = interfaces[0]
+                ts = last_ts
+            else:
+                if block_type == _IDB:
+                    if not start_of_file:
+                        out.layout_changed = True
+                    if body_end - body_start < 8:
+                        yield CaptureProblem(
+                            path, None, "corrupt-file", f"interface block at byte {pos} too short"
+                        )
+                        pos = size
+                        return
+                    iface = _parse_idb(mm[body_start:body_end], order)
+                    if not iface.supported:
+                        yield CaptureProblem(
+                            path,
+                            None,
+                            "unsupported-link-type",
+                            f"interface {len(interfaces)}: link type {iface.link} "
+                            "(packets skipped)",
+                        )
+                    interfaces.append(iface)
+                continue  # other blocks: name resolution, statistics, custom...
+            if iface.supported:
+                item = parse(mm, data, data + caplen, iface.link, index, ts, wire_len)
+                if item is not None:
+                    yield item
+                    if parser.cut:
+                        yield _cut_problem(parser, index, caplen, wire_len)
+            index += 1
+    finally:
+        out.stop = pos
+        out.records = index - first
+
+
+# ------------------------------------------------------------------------------------------
+# Reading a capture in byte ranges (one per task of a parallel reader)
+# ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CaptureLayout:
+    """How one uncompressed capture file frames its records: enough to start reading at any
+    record (see :func:`read_range` and :func:`find_record`)."""
+
+    path: str
+    size: int
+    kind: str
+    """``pcap`` or ``pcapng``."""
+    first_record: int
+    """File offset of the first packet record (pcapng: of the first packet block)."""
+    order: str
+    """Byte order, as a struct prefix."""
+    divisor: int
+    """pcap: timestamp units per second."""
+    link: int
+    """pcap: the link type."""
+    max_caplen: int
+    """pcap: the largest believable captured length."""
+    interfaces: tuple[_Interface, ...]
+    """pcapng: the interfaces described before :attr:`first_record`."""
+    first_ts: float | None
+    """Timestamp of the first packet, if known (a sanity check when finding records)."""
+
+
+@dataclass(slots=True)
+class RangeRead:
+    """What :func:`read_range` found out while reading."""
+
+    stop: int = 0
+    """File offset of the first record at or after the range's end (or where reading stopped
+    because the file's framing was lost): where the next range starts."""
+    records: int = 0
+    """Packet records read (what packet indexes count)."""
+    layout_changed: bool = False
+    """pcapng: a section or interface block was met after the first packet block; a reader
+    starting after it would misread the packets, so the file must be read whole."""
+
+
+def capture_layout(path: str) -> CaptureLayout | CaptureProblem | None:
+    """The layout of capture file ``path``, a problem if it cannot be read, or None when it
+    cannot be read in ranges (gzip-compressed, or a pcapng file whose leading blocks are
+    damaged or which has several sections): read it whole with :func:`read_capture`."""
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size < 4:
+                return None
+            magic = f.read(4)
+            if magic not in _PCAP_MAGICS and magic != _PCAPNG_MAGIC:
+                return None  # gzip, or not a capture: read_capture reports which
+            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+                if magic in _PCAP_MAGICS:
+                    return _pcap_layout(path, mm, size)
+                return _pcapng_layout(path, mm, size)
+    except OSError as exc:
+        return CaptureProblem(path, None, "unreadable", f"{type(exc).__name__}: {exc}")
+
+
+def read_range(
+    layout: CaptureLayout, start: int, end: int, first_index: int, out: RangeRead
+) -> Iterator[Segment | CaptureProblem]:
+    """The segments and problems of the records that start in ``[start, end)`` of the file.
+
+    ``start`` must be a record start (:attr:`CaptureLayout.first_record`, a
+    :attr:`RangeRead.stop`, or what :func:`find_record` returned); ``first_index`` is that
+    record's packet index. The last record may run past ``end``: it is read whole.
+    """
+    try:
+        with open(layout.path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            size = min(layout.size, len(mm))
+            if layout.kind == "pcap":
+                yield from _pcap_records(layout, mm, start, min(end, size), first_index, out)
+            else:
+                yield from _pcapng_blocks(
+                    layout.path,
+                    mm,
+                    size,
+                    start,
+                    min(end, size),
+                    first_index,
+                    layout.order,
+                    list(layout.interfaces),
+                    out,
+                )
+    except OSError as exc:
+        out.stop = layout.size
+        yield CaptureProblem(layout.path, None, "unreadable", f"{type(exc).__name__}: {exc}")
+
+
+#: Records that must follow a candidate record start, each plausible, before it is believed.
+_SYNC_CHAIN = 4
+#: A packet more than this far in time from the file's first is not believed (seconds).
+_SYNC_SPAN = 366 * 86400.0
+
+
+def find_record(layout: CaptureLayout, pos: int) -> int:
+    """The first offset at or after ``pos`` where a record plausibly starts (the file's size
+    when none does).
+
+    As splittable pcap readers do, a candidate is believed when it and the records that
+    follow it (up to :data:`_SYNC_CHAIN`, or to the end of the file) all look right:
+    lengths within the snap length and the file, and (pcap) timestamps near the file's
+    first, or (pcapng) a known block type with equal leading and trailing lengths. The
+    caller checks the result against where the previous range actually ended.
+    """
+    if pos <= layout.first_record:
+        return layout.first_record
+    with open(layout.path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        size = min(layout.size, len(mm))
+        if layout.kind == "pcapng":
+            pos += -pos % 4  # blocks are 32-bit aligned from the start of the file
+            step = 4
+            plausible = _pcapng_record_end
+        else:
+            step = 1
+            plausible = _pcap_record_end
+        while pos < size:
+            cursor = pos
+            for _ in range(_SYNC_CHAIN):
+                following = plausible(layout, mm, cursor, size)
+                if following is None:
+                    break
+                cursor = following
+                if cursor == size:
+                    return pos
+            else:
+                return pos
+            pos += step
+    return layout.size
+
+
+def _pcap_record_end(layout: CaptureLayout, mm: mmap.mmap, pos: int, size: int) -> int | None:
+    if pos + 16 > size:
+        return None
+    sec, frac, caplen, wire_len = struct.unpack_from(layout.order + "IIII", mm, pos)
+    if caplen > layout.max_caplen or caplen > wire_len or frac >= layout.divisor:
+        return None
+    if wire_len > max(layout.max_caplen, 1 << 18) * 4:
+        return None
+    if layout.first_ts is not None and abs(sec - layout.first_ts) > _SYNC_SPAN:
+        return None
+    end = pos + 16 + caplen
+    return end if end <= size else None
+
+
+_PCAPNG_KNOWN_BLOCKS = frozenset({_EPB, _SPB, _PB, 4, 5, 0x0A, 0xBAD, 0x40000BAD})
+
+
+def _pcapng_record_end(layout: CaptureLayout, mm: mmap.mmap, pos: int, size: int) -> int | None:
+    if pos + 12 > size:
+        return None
+    block_type, block_len = struct.unpack_from(layout.order + "II", mm, pos)
+    if block_type not in _PCAPNG_KNOWN_BLOCKS:
+        return None
+    if block_len < 12 or block_len % 4 or block_len > _MAX_BLOCK or pos + block_len > size:
+        return None
+    if struct.unpack_from(layout.order + "I", mm, pos + block_len - 4)[0] != block_len:
+        return None
+    return int(pos + block_len)
 
 
 def is_capture_file(path: str) -> bool:

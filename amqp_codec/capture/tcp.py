@@ -53,6 +53,7 @@ __all__ = [
     "Stream",
     "connection_key",
     "incarnations",
+    "place",
     "reassemble",
     "syn_servers",
 ]
@@ -147,6 +148,8 @@ class Piece:
     """Capture timestamp of the segment that carried these bytes."""
     data: bytes
     """The bytes (never empty)."""
+    capture: str = ""
+    """The capture file of the segment that carried these bytes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,7 +285,7 @@ def reassemble(segments: Iterable[Segment]) -> Stream:
     stream.fin_offset = fin_offset
 
     # Each segment's data as (start, end, ts, data), in time order, cut to the stream's window.
-    candidates: list[tuple[int, int, float, bytes]] = []
+    candidates: list[_Candidate] = []
     for seq, seg in zip(absolute, ordered, strict=True):
         data = seg.payload
         if not data:
@@ -301,7 +304,7 @@ def reassemble(segments: Iterable[Segment]) -> Stream:
                 continue
             data = data[: fin_offset - start]
             end = fin_offset
-        candidates.append((start, end, seg.ts, data))
+        candidates.append((start, end, seg.ts, data, seg.capture))
     pieces = _in_order(candidates)
     if pieces is None:
         pieces = _first_seen_wins(stream, candidates)
@@ -322,21 +325,36 @@ def reassemble(segments: Iterable[Segment]) -> Stream:
     return stream
 
 
-def _in_order(candidates: list[tuple[int, int, float, bytes]]) -> list[Piece] | None:
+#: A segment's data placed in its stream: start and end offsets, timestamp, bytes, capture.
+_Candidate = tuple[int, int, float, bytes, str]
+
+
+def place(candidates: list[_Candidate]) -> tuple[list[Piece], int, int]:
+    """Disjoint pieces, in stream order, from segment data already placed at stream offsets
+    (``(start, end, ts, data, capture)``, in capture-time order): each byte from the first
+    candidate that carried it, as :func:`reassemble` does. Also returns the retransmitted
+    bytes and the number of candidates whose overlapping bytes differed."""
+    pieces = _in_order(candidates)
+    if pieces is not None:
+        return pieces, 0, 0
+    counts = Stream()
+    pieces = _first_seen_wins(counts, candidates)
+    return pieces, counts.retransmitted_bytes, counts.overlaps_conflicting
+
+
+def _in_order(candidates: list[_Candidate]) -> list[Piece] | None:
     """The pieces if no segment overlaps an earlier one in time (the common case), else None."""
     pieces = []
     position = -1
-    for start, end, ts, data in candidates:
+    for start, end, ts, data, capture in candidates:
         if start < position:
             return None
-        pieces.append(Piece(start, ts, data))
+        pieces.append(Piece(start, ts, data, capture))
         position = end
     return pieces
 
 
-def _first_seen_wins(
-    stream: Stream, candidates: list[tuple[int, int, float, bytes]]
-) -> list[Piece]:
+def _first_seen_wins(stream: Stream, candidates: list[_Candidate]) -> list[Piece]:
     """Pieces from overlapping candidates (in time order): each byte from the first one seen.
 
     The offsets where some candidate starts or ends cut the stream into elementary intervals;
@@ -345,7 +363,7 @@ def _first_seen_wins(
     lost some bytes is compared with the pieces that won them. Work is O(n log n) in the
     number of segments plus, for the comparison, at most one step per payload byte received.
     """
-    bounds = sorted({b for start, end, _ts, _data in candidates for b in (start, end)})
+    bounds = sorted({b for start, end, *_ in candidates for b in (start, end)})
     index = {b: i for i, b in enumerate(bounds)}
     m = len(bounds) - 1
     owner = [-1] * m  # which candidate claimed each elementary interval
@@ -360,7 +378,7 @@ def _first_seen_wins(
         return root
 
     overlapped: list[int] = []
-    for c, (start, end, _ts, _data) in enumerate(candidates):
+    for c, (start, end, *_) in enumerate(candidates):
         first, stop = index[start], index[end]
         claimed = 0
         i = find(first)
@@ -381,15 +399,16 @@ def _first_seen_wins(
         while j < m and owner[j] == c:
             j += 1
         if c >= 0:
-            start, _end, ts, data = candidates[c]
+            start, _end, ts, data, capture = candidates[c]
             lo, hi = bounds[i] - start, bounds[j] - start
-            pieces.append(Piece(bounds[i], ts, data if hi - lo == len(data) else data[lo:hi]))
+            piece_data = data if hi - lo == len(data) else data[lo:hi]
+            pieces.append(Piece(bounds[i], ts, piece_data, capture))
         i = j
 
     # Compare what each overlapping candidate carried with what was kept.
     starts = [p.offset for p in pieces]
     for c in overlapped:
-        start, end, ts, data = candidates[c]
+        start, end, _ts, data, _capture = candidates[c]
         k = max(0, bisect_right(starts, start) - 1)
         conflicting = False
         while k < len(pieces) and pieces[k].offset < end:

@@ -1,0 +1,127 @@
+"""Table rows to Parquet files with pyarrow, written by the task that found them.
+
+A task of the job writes its rows straight into its own part file of each table
+(``OUT/frames/part-00012.parquet``...) in row groups of bounded size, so no row crosses
+into Spark's JVM: Spark schedules the tasks and reads the finished tables for the report.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .tables import TABLES, Columns
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = ["ROW_GROUP", "TableWriters", "arrow_schema", "filter_file"]
+
+#: Rows held per table before they are written as a row group.
+ROW_GROUP = 20_000
+
+
+def arrow_schema(columns: Columns) -> pa.Schema:
+    """The Arrow schema of a table (every column nullable), as :func:`~.tables.spark_schema`."""
+    import pyarrow as pa
+
+    return pa.schema([pa.field(name, _arrow_type(kind)) for name, kind in columns])
+
+
+def _arrow_type(kind: str | Columns) -> pa.DataType:
+    import pyarrow as pa
+
+    simple = {
+        "string": pa.string(),
+        "int": pa.int32(),
+        "long": pa.int64(),
+        "double": pa.float64(),
+        "boolean": pa.bool_(),
+        "binary": pa.binary(),
+    }
+    if isinstance(kind, str):
+        return simple[kind]
+    return pa.struct([pa.field(name, _arrow_type(sub)) for name, sub in kind])
+
+
+def _batch(columns: Columns, schema: pa.Schema, rows: Sequence[tuple[Any, ...]]) -> pa.RecordBatch:
+    import pyarrow as pa
+
+    arrays = []
+    for i, (name, kind) in enumerate(columns):
+        values: list[Any] = [row[i] for row in rows]
+        if not isinstance(kind, str):  # a struct column travels as a tuple
+            names = [sub for sub, _ in kind]
+            values = [None if v is None else dict(zip(names, v, strict=True)) for v in values]
+        arrays.append(pa.array(values, type=schema.field(name).type))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+class TableWriters:
+    """One part file per table under ``out``, named ``part-{name}.parquet``; rows are
+    buffered per table and written in row groups. Every table gets its file, empty or not,
+    so that each table's folder always holds its schema."""
+
+    def __init__(self, out: str, name: str) -> None:
+        self.out = out
+        self.name = name
+        self.rows: dict[str, list[tuple[Any, ...]]] = {table: [] for table in TABLES}
+        self.counts: dict[str, int] = dict.fromkeys(TABLES, 0)
+        self._writers: dict[str, Any] = {}
+        self.files: dict[str, str] = {}
+
+    def add(self, table: str, row: tuple[Any, ...]) -> None:
+        rows = self.rows[table]
+        rows.append(row)
+        if len(rows) >= ROW_GROUP:
+            self._write(table)
+
+    def extend(self, rows: Iterable[tuple[str, tuple[Any, ...]]]) -> None:
+        for table, row in rows:
+            self.add(table, row)
+
+    def _write(self, table: str) -> None:
+        import pyarrow.parquet as pq
+
+        rows = self.rows[table]
+        writer = self._writers.get(table)
+        if writer is None:
+            folder = os.path.join(self.out, table)
+            os.makedirs(folder, exist_ok=True)
+            path = os.path.join(folder, f"part-{self.name}.parquet")
+            writer = self._writers[table] = pq.ParquetWriter(path, arrow_schema(TABLES[table]))
+            self.files[table] = path
+        if rows:
+            columns = TABLES[table]
+            writer.write_batch(_batch(columns, writer.schema, rows))
+            self.counts[table] += len(rows)
+            rows.clear()
+
+    def close(self) -> dict[str, int]:
+        """Write what is left, close the files; the rows written per table."""
+        for table in TABLES:
+            self._write(table)
+            self._writers.pop(table).close()
+        return self.counts
+
+
+def filter_file(path: str, table: str, drop: set[tuple[str, str]]) -> int:
+    """Rewrite the part file ``path`` without the rows of the (connection, direction) pairs
+    in ``drop``; the rows left."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    data = pq.read_table(path, schema=arrow_schema(TABLES[table]))
+    if data.num_rows == 0:
+        return 0
+    keep = pa.array([True] * data.num_rows)
+    for connection, direction in drop:
+        hit = pc.and_(
+            pc.equal(data["connection"], connection), pc.equal(data["direction"], direction)
+        )
+        keep = pc.and_(keep, pc.invert(pc.fill_null(hit, False)))
+    kept = data.filter(keep)
+    pq.write_table(kept, path)
+    return int(kept.num_rows)

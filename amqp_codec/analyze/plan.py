@@ -1,0 +1,506 @@
+"""The driver's plan: from the first pass's summaries to the second pass's regions.
+
+Given every split's :class:`~amqp_codec.analyze.scan.SplitScan`, :func:`make_plan` works out,
+without touching a payload byte:
+
+* the TCP connections (a reused port pair is a new one when its client SYN has a new initial
+  sequence number), which side is the server, and each direction's stream;
+* where each stream part lies in its stream: sequence numbers are unwrapped part after part,
+  offset 0 is the byte after the first SYN (else the lowest byte seen);
+* which part *owns* each stream byte: the first split that carried it (a retransmission in a
+  later split is a copy), so that parts never overlap;
+* the stream's *regions*: each split whose part advances the stream's high-water mark is
+  home to the region from the previous mark to the new one. One task per split dissects its
+  home regions (:mod:`amqp_codec.analyze.regions`), reading the bytes other splits own where
+  a region needs them;
+* which connections are AMQP (their first bytes), and for long streams the version and
+  frame_max their head announces, which regions after the first need before region 0 has
+  been dissected.
+
+After the second pass, :func:`check_stream` says whether a stream's regions fit together
+(each later region started at the frame where the one before it stopped) and resolves the
+rows that depended on the regions before them; a stream whose regions do not fit is
+dissected again in one pass.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..dissect import DEFAULT_SPEC, RESYNC_MAX_PAYLOAD, StreamDissector
+from ..frames import FRAME_OVERHEAD
+from ..protocol import ProtocolSpec
+from .scan import Endpoints, PartKey, SplitScan, StreamPart, unwrap
+from .streams import ConnectionKey, Edge, Follow, Region, connection_name, looks_like_amqp
+
+__all__ = [
+    "Connection",
+    "Plan",
+    "RegionPlan",
+    "Slice",
+    "StreamPlan",
+    "Verdict",
+    "check_stream",
+    "make_plan",
+    "spec_named",
+]
+
+_PACKAGES = ("amqp_codec.v0_9_1", "amqp_codec.v0_8", "amqp_codec.v0_10_draft")
+#: Parts after a region's end that it may read to finish what it started.
+READ_AHEAD_PARTS = 8
+
+Interval = tuple[int, int]
+
+
+def spec_named(name: str | None) -> ProtocolSpec | None:
+    """The generated version called ``name`` (``0-9-1``, ``0-8``, ``99-0``), or None."""
+    if name is None:
+        return None
+    for package in _PACKAGES:
+        spec = importlib.import_module(package).SPEC
+        if spec.name == name:
+            return spec  # type: ignore[no-any-return]
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Slice:
+    """The bytes of one stream part that its split owns, placed in the stream."""
+
+    split: int
+    key: PartKey
+    offset0: int
+    """Stream offset of the part's rel 0 (its first segment's sequence number)."""
+    owned: tuple[Interval, ...]
+    """Stream intervals this part owns, in order."""
+
+    @property
+    def low(self) -> int:
+        return self.owned[0][0] if self.owned else 1 << 62
+
+
+@dataclass(frozen=True, slots=True)
+class RegionPlan:
+    """One region of one stream and where its bytes are (see :class:`~.streams.Region`)."""
+
+    stream: int
+    index: int
+    start: int
+    end: int | None
+    home: int
+    """The split whose task dissects it."""
+    slices: tuple[Slice, ...]
+    """The parts holding its bytes and those after it that it may read, by lowest offset."""
+    reads_to_end: bool = True
+    """:attr:`slices` hold every byte of the stream after the region's start."""
+
+
+@dataclass(slots=True)
+class StreamPlan:
+    """One direction of one connection."""
+
+    id: int
+    connection: int
+    direction: str
+    name: str
+    syn: bool
+    """A SYN was captured: offset 0 is the stream's start."""
+    fin_offset: int | None
+    fin_ts: float | None
+    first_ts: float
+    last_ts: float
+    fin: bool
+    rst: bool
+    spec: str | None = None
+    """The version the connection's head names (regions after the first assume it, or
+    0-9-1 when it is not known; the first region checks the guess)."""
+    tuned_frame_max: int = 0
+    regions: list[RegionPlan] = field(default_factory=list)
+    slices: list[Slice] = field(default_factory=list)
+    """Every part of the stream, in split order."""
+    last_capture: str | None = None
+
+    def region(self, plan: RegionPlan) -> Region:
+        """The :class:`~.streams.Region` a task dissects for ``plan``."""
+        if plan.index == 0:
+            return Region(0, 0, plan.end)
+        return Region(plan.index, plan.start, plan.end, spec_named(self.spec), self.tuned_frame_max)
+
+    def items_end(self) -> tuple[int | None, float | None]:
+        """Where the stream ends when a FIN says so (for a gap before it), and its time."""
+        return self.fin_offset, self.fin_ts
+
+
+@dataclass(slots=True)
+class Connection:
+    """One TCP connection between two endpoints that speaks AMQP."""
+
+    id: int
+    key: ConnectionKey
+    name: str
+    first_capture: str
+    streams: dict[str, int] = field(default_factory=dict)
+    """direction -> stream id."""
+
+
+@dataclass(slots=True)
+class Plan:
+    """Everything the second pass needs, and what the driver writes itself."""
+
+    connections: list[Connection] = field(default_factory=list)
+    streams: list[StreamPlan] = field(default_factory=list)
+    part_streams: dict[tuple[int, PartKey], int] = field(default_factory=dict)
+    """(split, part key) -> stream id, for every part of an analysed stream."""
+    unknown: list[tuple[str | None, str, str, float | None, bytes]] = field(default_factory=list)
+    """Connections on an AMQP port that do not start like AMQP: capture, name, direction,
+    time, first bytes."""
+
+    def home_regions(self, split: int) -> list[RegionPlan]:
+        return [r for s in self.streams for r in s.regions if r.home == split]
+
+
+def _subtract(intervals: Iterable[Interval], taken: list[Interval]) -> list[Interval]:
+    """``intervals`` less what ``taken`` (sorted, disjoint) covers."""
+    out: list[Interval] = []
+    for lo, hi in intervals:
+        cursor = lo
+        for t_lo, t_hi in taken:
+            if t_hi <= cursor:
+                continue
+            if t_lo >= hi:
+                break
+            if t_lo > cursor:
+                out.append((cursor, t_lo))
+            cursor = max(cursor, t_hi)
+            if cursor >= hi:
+                break
+        if cursor < hi:
+            out.append((cursor, hi))
+    return out
+
+
+def _union(a: list[Interval], b: Iterable[Interval]) -> list[Interval]:
+    out: list[Interval] = []
+    for lo, hi in sorted([*a, *b]):
+        if out and lo <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return out
+
+
+def _server_side(
+    ends: Endpoints, parts: Sequence[tuple[int, PartKey, StreamPart]], ports: Collection[int]
+) -> tuple[str, int]:
+    """Which endpoint is the server, by the rules of :func:`~amqp_codec.capture.connection_key`."""
+    a, b = ends
+    if (a[1] in ports) != (b[1] in ports):
+        return a if a[1] in ports else b
+    servers: set[tuple[str, int]] = set()
+    for _, key, part in parts:
+        if part.syn_rel is None:
+            continue
+        sender, receiver = (a, b) if key[2] else (b, a)
+        servers.add(sender if part.syn_ack else receiver)
+    if (a in servers) != (b in servers):
+        return a if a in servers else b
+    if a[1] != b[1]:
+        return a if a[1] < b[1] else b
+    return min(a, b)
+
+
+def _incarnations(
+    parts: Sequence[tuple[int, PartKey, StreamPart]],
+) -> dict[tuple[int, int], int]:
+    """(split, SYN ordinal) -> the number of the TCP connection it belongs to (1, 2, ...)."""
+    isns = {part.client_syn for _, _, part in parts if part.client_syn is not None}
+    groups = sorted({(split, key[1]) for split, key, _ in parts})
+    if len(isns) <= 1:
+        return dict.fromkeys(groups, 1)
+    starts = {(split, key[1]): part.client_syn for split, key, part in parts if part.client_syn}
+    number, isn = 0, None
+    out: dict[tuple[int, int], int] = {}
+    for group in groups:
+        syn = starts.get(group)
+        if syn is not None and syn != isn:
+            number, isn = number + 1, syn
+        elif number == 0:
+            number = 1
+        out[group] = number
+    return out
+
+
+def make_plan(
+    scans: Sequence[SplitScan],
+    paths: Sequence[str],
+    split_files: Sequence[int],
+    ports: Collection[int],
+) -> Plan:
+    """Plan the second pass from the first pass's ``scans`` (in split order).
+
+    ``paths[split_files[i]]`` is split ``i``'s capture file.
+    """
+    by_ends: dict[Endpoints, list[tuple[int, PartKey, StreamPart]]] = {}
+    for scan in scans:
+        for key, part in scan.parts.items():
+            by_ends.setdefault(key[0], []).append((scan.split, key, part))
+    plan = Plan()
+    for ends in sorted(by_ends, key=lambda e: min(p.first_ts for _, _, p in by_ends[e])):
+        parts = by_ends[ends]
+        numbers = _incarnations(parts)
+        incarnations: dict[int, list[tuple[int, PartKey, StreamPart]]] = {}
+        for split, key, part in parts:
+            incarnations.setdefault(numbers[(split, key[1])], []).append((split, key, part))
+        for number in sorted(incarnations):
+            _plan_connection(plan, ends, number, incarnations[number], paths, split_files, ports)
+    return plan
+
+
+def _plan_connection(
+    plan: Plan,
+    ends: Endpoints,
+    number: int,
+    parts: list[tuple[int, PartKey, StreamPart]],
+    paths: Sequence[str],
+    split_files: Sequence[int],
+    ports: Collection[int],
+) -> None:
+    server = _server_side(ends, parts, ports)
+    client = ends[0] if ends[1] == server else ends[1]
+    key: ConnectionKey = (client[0], client[1], server[0], server[1])
+    name = connection_name(key) + (f"#{number}" if number > 1 else "")
+    parts.sort(key=lambda item: (item[0], item[1][1]))
+    first = min(parts, key=lambda item: (item[2].first_ts, item[0], item[2].first_packet))
+    first_capture = paths[split_files[first[0]]]
+    by_direction: dict[str, list[tuple[int, PartKey, StreamPart]]] = {}
+    for item in parts:
+        sender = ends[0] if item[1][2] else ends[1]
+        by_direction.setdefault("server" if sender == server else "client", []).append(item)
+    streams = {
+        direction: _plan_stream(direction, mine, paths, split_files)
+        for direction, mine in by_direction.items()
+    }
+    heads = {d: s[1] for d, s in streams.items()}
+    amqp = looks_like_amqp(heads.get("client"), heads.get("server"))
+    on_port = key[3] in ports
+    if amqp is False or (amqp is None and not on_port):
+        if on_port:
+            direction = "client" if "client" in streams else "server"
+            stream, _head, first_bytes = streams[direction]
+            plan.unknown.append((first_capture, name, direction, stream.first_ts, first_bytes[:16]))
+        return
+    connection = Connection(len(plan.connections), key, name, first_capture)
+    plan.connections.append(connection)
+    facts = {direction: _head_facts(head) for direction, (_, head, _) in streams.items()}
+    # One version per connection: the client's protocol header names it, else connection.start.
+    spec = facts.get("client", (None, 0))[0] or facts.get("server", (None, 0))[0]
+    for direction, (stream, _head, _first) in streams.items():
+        stream.id = len(plan.streams)
+        stream.connection = connection.id
+        stream.name = name
+        stream.spec = spec
+        stream.tuned_frame_max = facts[direction][1]
+        stream.regions = [
+            RegionPlan(stream.id, r.index, r.start, r.end, r.home, r.slices, r.reads_to_end)
+            for r in stream.regions
+        ]
+        plan.streams.append(stream)
+        connection.streams[direction] = stream.id
+        for s in stream.slices:
+            plan.part_streams[(s.split, s.key)] = stream.id
+
+
+def _head_facts(head: bytes | None) -> tuple[str | None, int]:
+    """The version and tuned frame_max that a stream's first bytes show."""
+    if not head:
+        return None, 0
+    dissector = StreamDissector()
+    dissector.feed(head)
+    spec = dissector.spec
+    return (None if spec is None else spec.name), dissector.tuned_frame_max
+
+
+def _plan_stream(
+    direction: str,
+    parts: list[tuple[int, PartKey, StreamPart]],
+    paths: Sequence[str],
+    split_files: Sequence[int],
+) -> tuple[StreamPlan, bytes | None, bytes]:
+    """One direction's stream: its parts placed and owned, its regions; and its head (if its
+    start was captured) and first bytes."""
+    absolute: list[int] = []
+    last: int | None = None
+    for _, _, part in parts:
+        first = part.first_seq if last is None else unwrap(part.first_seq, last)
+        absolute.append(first)
+        last = first + part.last_rel
+    base: int | None = None
+    syn_part = None
+    for first, (_, _, part) in zip(absolute, parts, strict=True):
+        if part.syn_rel is not None:
+            base = first + part.syn_rel + 1
+            syn_part = part
+            break
+    if base is None:
+        starts = [
+            first + p.intervals[0][0]
+            for first, (_, _, p) in zip(absolute, parts, strict=True)
+            if p.intervals
+        ]
+        base = min(starts) if starts else min(absolute)
+    fins = [
+        first + p.fin_rel - base
+        for first, (_, _, p) in zip(absolute, parts, strict=True)
+        if p.fin_rel is not None
+    ]
+    fin_offset = min(fins) if fins else None
+    if fin_offset is not None and fin_offset < 0:
+        fin_offset = None  # a FIN from before the SYN: an older connection on the same ports
+    fin_ts = next((p.fin_ts for _, _, p in parts if p.fin_ts is not None), None)
+    limit = fin_offset if fin_offset is not None else 1 << 62
+
+    taken: list[Interval] = []
+    high = 0
+    slices: list[Slice] = []
+    homes: list[tuple[int, int, int]] = []  # (start, end, split) of each region
+    for first, (split, key, part) in zip(absolute, parts, strict=True):
+        offset0 = first - base
+        covered = [
+            (max(offset0 + lo, 0), min(offset0 + hi, limit))
+            for lo, hi in part.intervals
+            if offset0 + hi > 0 and offset0 + lo < limit
+        ]
+        owned = _subtract(covered, taken)
+        taken = _union(taken, owned)
+        slices.append(Slice(split, key, offset0, tuple(owned)))
+        top = max((hi for _, hi in owned), default=high)
+        if top > high:
+            homes.append((high, top, split))
+            high = top
+    if not homes:
+        homes.append((0, 0, parts[0][0]))
+    ordered = sorted((s for s in slices if s.owned), key=lambda s: s.low)
+    regions: list[RegionPlan] = []
+    for index, (start, end, split) in enumerate(homes):
+        last_region = index == len(homes) - 1
+        region_end = None if last_region else end
+        chosen = [s for s in ordered if s.owned[-1][1] > start]
+        complete = True
+        if region_end is not None:
+            inside = [s for s in chosen if s.low < region_end]
+            after = [s for s in chosen if s.low >= region_end]
+            complete = len(after) <= READ_AHEAD_PARTS
+            chosen = inside + after[:READ_AHEAD_PARTS]
+        regions.append(
+            RegionPlan(-1, index, start if index else 0, region_end, split, tuple(chosen), complete)
+        )
+    head = syn_part.head if syn_part is not None and base is not None else None
+    first_bytes = next((p.head for _, _, p in parts if p.head), b"")
+    stream = StreamPlan(
+        id=-1,
+        connection=-1,
+        direction=direction,
+        name="",
+        syn=syn_part is not None,
+        fin_offset=fin_offset,
+        fin_ts=fin_ts,
+        first_ts=min(p.first_ts for _, _, p in parts),
+        last_ts=max(p.last_ts for _, _, p in parts),
+        fin=any(p.fin_rel is not None for _, _, p in parts),
+        rst=any(p.rst for _, _, p in parts),
+        regions=regions,
+        slices=slices,
+        last_capture=paths[split_files[parts[-1][0]]],
+    )
+    return stream, head, first_bytes
+
+
+# ------------------------------------------------------------------------------------------
+# After the second pass
+# ------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Verdict:
+    """Whether a stream's regions fit together, and the rows that depended on each other."""
+
+    ok: bool
+    reason: str = ""
+    frames: list[tuple[Any, ...]] = field(default_factory=list)
+    """Deferred frame rows, their ``problem`` decided."""
+    problems: list[tuple[Any, ...]] = field(default_factory=list)
+    """Conditional problem rows that hold."""
+
+
+def check_stream(stream: StreamPlan, edges: Sequence[Edge]) -> Verdict:
+    """Check that ``edges`` (one per region, in order) fit, and resolve what depended on the
+    regions before: see :class:`~.streams.Edge`."""
+    regions = stream.regions
+    if any(edge.overflow for edge in edges):
+        return Verdict(False, "a message ran on too far past a region's end")
+    if len(regions) > 1:
+        first, assumed = edges[0], stream.spec or DEFAULT_SPEC.name
+        if first.spec is not None and first.spec != assumed:
+            return Verdict(False, f"the stream is {first.spec}, not {assumed} as assumed")
+    expected = edges[0].end
+    tuned = edges[0].tuned_frame_max
+    owners = [0]
+    for plan, edge in zip(regions[1:], edges[1:], strict=True):
+        if expected is None:
+            if edge.sync is None or (plan.end is not None and edge.sync >= plan.end):
+                continue  # the stream ended before this region (nothing was decoded here)
+            return Verdict(False, f"region {plan.index} decoded frames after the stream's end")
+        if plan.end is not None and expected >= plan.end:
+            if edge.sync is None or edge.sync < plan.end:
+                return Verdict(False, f"region {plan.index} is inside one frame but synced")
+            continue
+        if edge.sync != expected:
+            return Verdict(False, f"region {plan.index} synced at {edge.sync}, not {expected}")
+        if _resync_limit(tuned) != _resync_limit(stream.tuned_frame_max):
+            return Verdict(False, f"region {plan.index} assumed another frame_max")
+        owners.append(plan.index)
+        expected = edge.end
+        tuned = edge.tuned_frame_max
+    return _resolve(edges, owners)
+
+
+def _resync_limit(tuned_frame_max: int) -> int:
+    """What a tuned frame_max changes in a dissector: the largest frame a resync believes."""
+    return max(RESYNC_MAX_PAYLOAD, tuned_frame_max - FRAME_OVERHEAD)
+
+
+def _resolve(edges: Sequence[Edge], owners: list[int]) -> Verdict:
+    verdict = Verdict(True)
+    follows: dict[int, list[Follow]] = {}
+    all_known, known = True, set[int]()
+    for index, edge in enumerate(edges):
+        if index in owners and index > 0:
+            sync = edge.sync if edge.sync is not None else 0
+            for offset, channel, row in edge.deferred:
+                follow = _covering(follows.get(channel, ()), sync, offset)
+                if follow is not None:
+                    row[10] = follow.texts.get(offset)
+                elif not (all_known or channel in known):
+                    row[10] = None
+                verdict.frames.append(tuple(row))
+            for offset, channel, problem in edge.conditional:
+                if _covering(follows.get(channel, ()), sync, offset) is None and (
+                    all_known or channel in known
+                ):
+                    verdict.problems.append(problem)
+        if index in owners:
+            all_known = all_known and not edge.forgot
+            known = set(edge.known) | (set() if edge.forgot else known)
+        for follow in edge.follows:
+            follows.setdefault(follow.channel, []).append(follow)
+    return verdict
+
+
+def _covering(follows: Iterable[Follow], sync: int, offset: int) -> Follow | None:
+    for follow in follows:
+        if follow.start <= sync and (follow.end is None or follow.end > offset):
+            return follow
+    return None

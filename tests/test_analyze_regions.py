@@ -1,0 +1,194 @@
+"""The job's tables equal one pass over each whole stream, however the captures are split.
+
+The job cuts captures into splits of a few MiB and dissects each long stream in regions, in
+parallel (:mod:`amqp_codec.analyze.regions`). These tests run its stages in this process
+(:func:`amqp_codec.analyze.job.write_tables` with the local mapper, no Spark) with splits
+down to a few hundred bytes, so that streams are cut everywhere: inside frames, inside
+messages interleaved on several channels, inside gaps and damage, between a SYN and its
+data, between a retransmission and its first copy. Every table must equal what
+:func:`~amqp_codec.analyze.streams.analyze_connection` gives for each whole connection.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import random
+from pathlib import Path
+from typing import Any
+
+import dpkt
+import pytest
+from spark_support import (
+    Conversation,
+    closing,
+    frames,
+    interleave,
+    message_frames,
+    opening,
+    write_pcap,
+)
+
+from amqp_codec.analyze.job import write_tables
+from amqp_codec.analyze.streams import analyze_connection, endpoints
+from amqp_codec.analyze.tables import TABLES
+from amqp_codec.capture.packets import (
+    RangeRead,
+    Segment,
+    capture_files,
+    capture_layout,
+    find_record,
+    read_capture,
+    read_range,
+)
+from amqp_codec.frames import ContentBodyFrame, HeartbeatFrame, MethodFrame
+from amqp_codec.v0_9_1 import Basic, Channel
+
+pq = pytest.importorskip("pyarrow.parquet")
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples" / "captures"
+
+
+def _reference(paths: list[str]) -> dict[str, list[str]]:
+    groups: dict[Any, list[Segment]] = collections.defaultdict(list)
+    for path in capture_files(paths):
+        for item in read_capture(path):
+            if isinstance(item, Segment):
+                groups[endpoints(item)].append(item)
+    out: dict[str, list[str]] = {name: [] for name in TABLES}
+    for segments in groups.values():
+        for table, row in analyze_connection(segments, ports=(5672,)):
+            out[table].append(repr(row))
+    return {name: sorted(rows) for name, rows in out.items()}
+
+
+def _written(out: Path) -> dict[str, list[str]]:
+    tables: dict[str, list[str]] = {}
+    for name, columns in TABLES.items():
+        rows = []
+        for record in pq.read_table(str(out / name)).to_pylist():
+            row: list[Any] = []
+            for column, kind in columns:
+                value = record[column]
+                if not isinstance(kind, str) and value is not None:
+                    value = tuple(value[sub] for sub, _ in kind)
+                row.append(value)
+            rows.append(repr(tuple(row)))
+        tables[name] = sorted(rows)
+    return tables
+
+
+def _check(paths: list[str], out: Path, split_bytes: int) -> int:
+    """Run the stages; assert the tables equal the one-pass reference; streams redone."""
+    expected = _reference(paths)
+    counts, redone = write_tables(paths, str(out), split_bytes=split_bytes)
+    got = _written(out)
+    for name in TABLES:
+        assert got[name] == expected[name], f"{name} differs with {split_bytes}-byte splits"
+        assert counts[name] == len(expected[name])
+    return redone
+
+
+def _busy(conversation: Conversation, seed: int, channels: int = 3) -> Conversation:
+    """A connection with messages of many sizes interleaved on several channels."""
+    rng = random.Random(seed)
+    client, server = opening(tuple(range(1, channels + 1)))
+    conversation.handshake().send("client", client[:8]).send("server", server[:400])
+    conversation.send("client", client[8:]).send("server", server[400:])
+    for round_ in range(6):
+        sequences = [
+            message_frames(ch, "ex", f"k{round_}.{ch}", rng.randbytes(rng.choice((0, 5, 900, 9000))))
+            for ch in range(1, channels + 1)
+        ]
+        data = frames(*interleave(*sequences), HeartbeatFrame(0))
+        conversation.send("client", data, mss=rng.choice((100, 536, 1448)))
+        deliveries = [
+            [MethodFrame(ch, Basic.Ack(delivery_tag=round_ + 1))] for ch in range(1, channels + 1)
+        ]
+        conversation.send("server", frames(*interleave(*deliveries)), mss=700)
+    client_close, server_close = closing()
+    conversation.send("client", client_close).send("server", server_close)
+    return conversation.fin("client").fin("server")
+
+
+@pytest.fixture(scope="module")
+def captures(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """Several files of varied connections (written once for the module)."""
+    folder = tmp_path_factory.mktemp("captures")
+    one = _busy(Conversation(), 1)
+    two = _busy(Conversation(client=("10.1.0.3", 40003), ts=1_700_000_000.0005), 2, channels=2)
+    # Lost segments (gaps) and a damaged frame in the middle of a long stream.
+    lossy = Conversation(client=("10.1.0.4", 40004), ts=1_700_000_000.0002).handshake()
+    client, server = opening()
+    lossy.send("client", client).send("server", server)
+    body = frames(*message_frames(1, "ex", "big", bytes(range(256)) * 90))
+    lossy.send("client", body + body, mss=500, lose=(7, 30))
+    broken = bytearray(body)
+    broken[3] ^= 0xFF  # the publish's size field: the frame is garbage, the rest resyncs
+    lossy.send("client", bytes(broken) + body, mss=900).fin("client")
+    # Orphan content and a message cut by a method on its channel.
+    odd = Conversation(client=("10.1.0.5", 40005), ts=1_700_000_000.0003).handshake()
+    client, server = opening((1, 2))
+    publish = message_frames(1, "ex", "cut", b"z" * 5000)
+    odd.send("client", client + frames(ContentBodyFrame(2, b"orphan")), mss=300)
+    odd.send("client", frames(*publish[:3], MethodFrame(1, Channel.Flow(active=True))), mss=300)
+    odd.send("client", frames(*publish), mss=300).send("server", server)
+    write_pcap(folder / "a.pcap", one, lossy)
+    write_pcap(folder / "b.pcap", two, odd)
+    return [str(folder)]
+
+
+@pytest.mark.parametrize("split_bytes", [400, 1500, 7000, 30_000, 1 << 30])
+def test_tables_equal_one_pass_at_any_split_size(
+    captures: list[str], tmp_path: Path, split_bytes: int
+) -> None:
+    _check(captures, tmp_path / "out", split_bytes)
+
+
+@pytest.mark.parametrize("split_bytes", [700, 5000])
+def test_sample_captures_at_small_splits(tmp_path: Path, split_bytes: int) -> None:
+    assert _check([str(SAMPLES)], tmp_path / "out", split_bytes) == 0
+
+
+def test_long_streams_are_dissected_in_parallel_regions(captures: list[str], tmp_path: Path) -> None:
+    """At a realistic split size, regions meet: nothing is dissected a second time, except
+    streams damaged right at a region's edge."""
+    redone = _check(captures, tmp_path / "out", 30_000)
+    assert redone <= 1
+
+
+def test_retransmissions_and_reordering_across_splits(tmp_path: Path) -> None:
+    conversation = _busy(Conversation(), 5)
+    data = [p for p in conversation.packets]
+    rng = random.Random(3)
+    # Resend a few segments much later (other splits) and swap neighbours.
+    for i in rng.sample(range(10, len(data) - 10), 8):
+        ts, raw = data[i]
+        data.append((ts + 0.05, raw))
+    for i in rng.sample(range(10, len(data) - 10), 6):
+        data[i], data[i + 1] = data[i + 1], data[i]
+    path = tmp_path / "r.pcap"
+    with open(path, "wb") as out:
+        writer = dpkt.pcap.Writer(out)
+        for ts, raw in sorted(data, key=lambda p: p[0]):
+            writer.writepkt(raw, ts=ts)
+    for split_bytes in (900, 4000):
+        _check([str(path)], tmp_path / f"out{split_bytes}", split_bytes)
+
+
+def test_a_capture_read_in_ranges_gives_the_same_packets(tmp_path: Path) -> None:
+    """Ranges that start at arbitrary bytes find their first record and meet exactly."""
+    for path in sorted(str(p) for p in SAMPLES.iterdir() if p.suffix in (".pcap", ".pcapng")):
+        whole = list(read_capture(path))
+        layout = capture_layout(path)
+        assert layout is not None and not isinstance(layout, Exception)
+        for step in (97, 1000, 4096):
+            items: list[Any] = []
+            position, index = layout.first_record, 0
+            for nominal in range(layout.first_record, layout.size, step):
+                start = find_record(layout, nominal) if nominal > layout.first_record else nominal
+                assert start == position, f"{os.path.basename(path)} at {nominal}"
+                out = RangeRead()
+                items += list(read_range(layout, start, nominal + step, index, out))
+                position, index = out.stop, index + out.records
+            assert items == whole
