@@ -56,7 +56,13 @@ _ANALYZE = """
 import json, sys
 from amqp_codec.analyze import run
 
-summary = run(json.loads(sys.argv[1]), sys.argv[2], master=sys.argv[3], progress=False)
+summary = run(
+    json.loads(sys.argv[1]),
+    sys.argv[2],
+    master=sys.argv[3],
+    progress=False,
+    split_bytes=int(sys.argv[4]),
+)
 print(json.dumps(summary.counts))
 """
 
@@ -108,6 +114,14 @@ def captures(tmp_path_factory: pytest.TempPathFactory) -> CaptureSet:
     return generate(tmp_path_factory.mktemp("captures"), 800_000, 3, seed=1, concurrency=8)
 
 
+@pytest.fixture(scope="module")
+def one_connection(tmp_path_factory: pytest.TempPathFactory) -> CaptureSet:
+    # One file of a few long connections, one at a time.
+    return generate(
+        tmp_path_factory.mktemp("one"), 600_000, 1, seed=2, concurrency=1, max_messages=10**6
+    )
+
+
 def test_executors_run_this_python(cluster: SparkCluster) -> None:
     result = cluster.python(["-c", _PROBE, cluster.master_url])
     rows = json.loads(result.stdout.strip().splitlines()[-1])
@@ -125,27 +139,30 @@ def test_executors_run_this_python(cluster: SparkCluster) -> None:
 
 @pytest.mark.timeout(900)  # two Spark jobs and a read-back, each with its own JVM
 def test_cluster_run_equals_local_run(
-    cluster: SparkCluster, captures: CaptureSet, tmp_path: Path
+    cluster: SparkCluster, captures: CaptureSet, one_connection: CaptureSet, tmp_path: Path
 ) -> None:
-    files = json.dumps([str(p) for p in captures.files])
+    assert one_connection.counts.connections <= 3
+    files = json.dumps([str(p) for p in [*captures.files, *one_connection.files]])
     on_cluster, local = str(tmp_path / "cluster"), str(tmp_path / "local")
-    cluster.python(["-c", _ANALYZE, files, on_cluster, cluster.master_url])
+    # Splits of 64 KiB on the cluster: every connection, the single long one too, is
+    # dissected in regions spread over both workers; the local run takes whole files.
+    cluster.python(["-c", _ANALYZE, files, on_cluster, cluster.master_url, str(64 * 1024)])
     apps = cluster.status()["completedapps"]
     analyze_apps = [a for a in apps if a["name"] == "amqp-codec analyze"]
     assert len(analyze_apps) == 1 and analyze_apps[0]["state"] == "FINISHED"
     assert analyze_apps[0]["cores"] == 2  # it ran on both workers' executors
     output = cluster.python(["-c", _LOCAL_AND_DUMP, json.dumps(TABLES), files, local, on_cluster])
     dumped = json.loads(output.stdout.strip().splitlines()[-1])
-    expected = captures.counts
+    both = (captures.counts, one_connection.counts)
     # The generated traffic is complete and valid: every message and connection is there.
     local_tables = dumped[local]
-    assert len(local_tables["messages"]["rows"]) == (
-        expected.published + expected.delivered + expected.got + expected.returned
+    assert len(local_tables["messages"]["rows"]) == sum(
+        c.published + c.delivered + c.got + c.returned for c in both
     )
-    assert len(local_tables["connections"]["rows"]) == expected.connections
+    assert len(local_tables["connections"]["rows"]) == sum(c.connections for c in both)
     assert local_tables["problems"]["rows"] == []
     # Every frame, and each connection's protocol header, is a row.
-    assert len(local_tables["frames"]["rows"]) == expected.frames + expected.protocol_headers
+    assert len(local_tables["frames"]["rows"]) == sum(c.frames + c.protocol_headers for c in both)
     for table in TABLES:
         ours, theirs = dumped[on_cluster][table], local_tables[table]
         assert ours["columns"] == theirs["columns"], table
