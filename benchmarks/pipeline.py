@@ -62,6 +62,8 @@ class Result:
     name: str
     seconds: float | None = None
     cpu_seconds: float | None = None
+    peak_rss: int | None = None
+    """Bytes: the largest resident set of the whole process tree (JVM, Python workers)."""
     frames: int | None = None
     mb_per_s: float | None = None
     mb_per_cpu_s: float | None = None
@@ -97,6 +99,8 @@ class TreeCpu:
         self.root = root
         self.interval = interval
         self.ticks: dict[tuple[int, str], int] = {}  # (pid, start time) -> utime + stime
+        self.peak_rss = 0  # bytes: the largest sum of the tree's resident sets in one sample
+        self._page = os.sysconf("SC_PAGE_SIZE")
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._hz = os.sysconf("SC_CLK_TCK")
@@ -121,7 +125,7 @@ class TreeCpu:
 
     def sample(self) -> None:
         """Read every process's parent and CPU ticks; keep those below ``root``."""
-        stats: dict[int, tuple[int, str, int]] = {}
+        stats: dict[int, tuple[int, str, int, int]] = {}
         for entry in os.listdir("/proc"):
             if not entry.isdigit():
                 continue
@@ -131,19 +135,34 @@ class TreeCpu:
             except OSError:
                 continue
             fields = text[text.rindex(")") + 2 :].split()
-            # fields[1] is the parent pid, [11] and [12] utime and stime, [19] the start time
-            stats[int(entry)] = (int(fields[1]), fields[19], int(fields[11]) + int(fields[12]))
-        for pid, (_, start, ticks) in stats.items():
+            # fields[1] is the parent pid, [11] and [12] utime and stime, [19] the start time,
+            # [21] the resident set in pages
+            stats[int(entry)] = (
+                int(fields[1]),
+                fields[19],
+                int(fields[11]) + int(fields[12]),
+                int(fields[21]),
+            )
+        rss = 0
+        for pid, (_, start, ticks, pages) in stats.items():
             ancestor = pid
             while ancestor > 1 and ancestor != self.root and ancestor in stats:
                 ancestor = stats[ancestor][0]
             if ancestor == self.root:
                 self.ticks[(pid, start)] = ticks
+                rss += pages * self._page
+        self.peak_rss = max(self.peak_rss, rss)
 
 
-def capture_set(cache: Path, size: int, files: int, seed: int) -> tuple[CaptureSet, float]:
-    """The set from the cache if it was generated with the same arguments, else a new one."""
-    target = cache / f"set-{size}-{files}-{seed}-v{GENERATOR_VERSION}"
+def capture_set(
+    cache: Path, size: int, files: int, seed: int, *, mss: int | None = None
+) -> tuple[CaptureSet, float]:
+    """The set from the cache if it was generated with the same arguments, else a new one.
+
+    ``mss``: one long connection in one file, in segments of that size (else many
+    connections in ``files`` files)."""
+    shape = f"one-{mss}" if mss else f"many-{files}"
+    target = cache / f"set-{shape}-{size}-{seed}-v{GENERATOR_VERSION}"
     manifest = target / "manifest.json"
     if manifest.exists():
         data = json.loads(manifest.read_text())
@@ -153,7 +172,10 @@ def capture_set(cache: Path, size: int, files: int, seed: int) -> tuple[CaptureS
             return CaptureSet(paths, counts, data["arguments"]), 0.0
     shutil.rmtree(target, ignore_errors=True)
     started = time.perf_counter()
-    result = generate(target, size, files, seed=seed)
+    if mss:
+        result = generate(target, size, 1, seed=seed, mss=mss, single_connection=True)
+    else:
+        result = generate(target, size, files, seed=seed)
     return result, time.perf_counter() - started
 
 
@@ -212,6 +234,7 @@ def bench_pipeline(
             stdout, _ = child.communicate()
     process_seconds = time.perf_counter() - started
     result.cpu_seconds = cpu.seconds
+    result.peak_rss = cpu.peak_rss
     shutil.rmtree(out, ignore_errors=True)
     if child.returncode != 0:
         tail = log.read_text(errors="replace").strip()[-2000:]
@@ -246,7 +269,9 @@ def bench_tshark(files: list[Path], counts: Counts, cache: Path) -> Result:
         return result
     version = subprocess.run([tshark, "--version"], capture_output=True, text=True, check=False)
     merged = cache / f"{files[0].parent.name}-merged.pcapng"
-    if not merged.exists():
+    if len(files) == 1:
+        merged = files[0]
+    elif not merged.exists():
         partial = merged.with_suffix(".partial")
         subprocess.run([mergecap, "-w", str(partial), *map(str, files)], check=True)
         partial.rename(merged)
@@ -277,6 +302,7 @@ def bench_tshark(files: list[Path], counts: Counts, cache: Path) -> Result:
         proc.wait()
     result.seconds = time.perf_counter() - started
     result.cpu_seconds = cpu.seconds
+    result.peak_rss = cpu.peak_rss
     result.frames = frames
     result.check = (
         "every frame dissected"
@@ -298,27 +324,47 @@ def _fmt(value: float | None, spec: str) -> str:
 def table(results: Sequence[Result]) -> str:
     """The results as a text table."""
     head = (
-        f"{'':<26} {'seconds':>9} {'MB/s':>8} {'frames/s':>10} {'CPU s':>8} {'MB/CPU s':>9}"
-        f"  {'load 1m':>7}  check"
+        f"{'':<34} {'seconds':>9} {'MB/s':>8} {'frames/s':>10} {'CPU s':>8} {'MB/CPU s':>9}"
+        f" {'peak RSS MB':>11}  {'load 1m':>7}  check"
     )
     lines = [head, "-" * len(head)]
     for r in results:
+        rss = None if r.peak_rss is None else r.peak_rss / 1e6
         lines.append(
-            f"{r.name:<26} {_fmt(r.seconds, '9.1f')} {_fmt(r.mb_per_s, '8.2f')} "
+            f"{r.name:<34} {_fmt(r.seconds, '9.1f')} {_fmt(r.mb_per_s, '8.2f')} "
             f"{_fmt(r.frames_per_s, '10,.0f')} {_fmt(r.cpu_seconds, '8.1f')} "
-            f"{_fmt(r.mb_per_cpu_s, '9.2f')}  {r.load[0]:7.2f}  {r.check}"
+            f"{_fmt(r.mb_per_cpu_s, '9.2f')} {_fmt(rss, '11,.0f')}  {r.load[0]:7.2f}  {r.check}"
         )
     return "\n".join(lines)
+
+
+def _shape(text: str) -> tuple[str, int | None, int]:
+    """``many:1G`` or ``one-1448:6G`` -> (label, mss or None, size)."""
+    kind, _, size = text.partition(":")
+    mss = None
+    if kind.startswith("one-"):
+        mss = int(kind[4:])
+    elif kind != "many":
+        raise argparse.ArgumentTypeError(f"unknown shape {kind!r}: many or one-MSS")
+    return kind, mss, parse_size(size or "1G")
+
+
+DEFAULT_SHAPES = "many:1G,one-1448:1G,one-65000:1G,one-1448:6G"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line entry point."""
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.pipeline",
-        description="Throughput of the capture-analysis pipeline against tshark.",
+        description="Throughput and memory of the capture-analysis pipeline against tshark.",
     )
-    parser.add_argument("--size", type=parse_size, default=parse_size("1G"), help="default 1G")
-    parser.add_argument("--files", type=int, default=8, help="capture files (default 8)")
+    parser.add_argument(
+        "--shapes",
+        default=DEFAULT_SHAPES,
+        help="capture sets, comma-separated: many:SIZE (many connections in --files files) or "
+        f"one-MSS:SIZE (one connection, MSS-byte segments); default {DEFAULT_SHAPES}",
+    )
+    parser.add_argument("--files", type=int, default=8, help="files of a many set (default 8)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
         "--cache", type=Path, default=DEFAULT_CACHE, help=f"where sets are kept ({DEFAULT_CACHE})"
@@ -327,76 +373,82 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--cores", default="1,2", help="local[N] pipeline runs, comma-separated (default 1,2)"
     )
     parser.add_argument("--no-tshark", action="store_true", help="skip the tshark comparison")
-    parser.add_argument("--no-read", action="store_true", help="skip read_capture alone")
+    parser.add_argument("--read", action="store_true", help="also time read_capture alone")
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     args = parser.parse_args(argv)
     cores = [int(c) for c in args.cores.split(",") if c.strip()]
-
+    shapes = [_shape(text) for text in args.shapes.split(",") if text.strip()]
     args.cache.mkdir(parents=True, exist_ok=True)
-    captures, generated_in = capture_set(args.cache, args.size, args.files, args.seed)
-    c = captures.counts
-    files = captures.files
-    print(
-        f"capture set: {len(files)} files ({sum(p.suffix == '.pcapng' for p in files)} pcapng), "
-        f"{c.file_bytes / 1e6:,.1f} MB, {c.packets:,} packets, {c.connections:,} connections, "
-        f"{c.frames:,} frames, {c.published + c.delivered + c.got + c.returned:,} messages"
-        + (f"; generated in {generated_in:.1f} s" if generated_in else "; from the cache")
-    )
-    print(f"in {files[0].parent}")
     print(f"python {platform.python_version()}, {os.cpu_count()} cores\n", flush=True)
 
     results: list[Result] = []
+    sets: dict[str, Any] = {}
+    for label, mss, size in shapes:
+        captures, generated_in = capture_set(args.cache, size, args.files, args.seed, mss=mss)
+        c = captures.counts
+        files = captures.files
+        name = f"{label} {c.file_bytes / 1e9:.1f} GB"
+        sets[name] = {"arguments": captures.arguments, "counts": asdict(c)}
+        print(
+            f"{name}: {len(files)} files, {c.packets:,} packets, {c.connections:,} connections, "
+            f"{c.frames:,} frames, {c.published + c.delivered + c.got + c.returned:,} messages"
+            + (f"; generated in {generated_in:.1f} s" if generated_in else "; from the cache")
+            + f"\n  in {files[0].parent}",
+            flush=True,
+        )
+        print(table([]), flush=True)
+        mine: list[Result] = []
 
-    def done(result: Result) -> None:
-        result.rates(c.file_bytes)
-        results.append(result)
-        print(table([result]).splitlines()[-1], flush=True)
+        def done(
+            result: Result, set_name: str = name, counts: Counts = c, mine: list[Result] = mine
+        ) -> None:
+            result.name = f"{set_name}: {result.name}"
+            result.rates(counts.file_bytes)
+            results.append(result)
+            mine.append(result)
+            print(table([result]).splitlines()[-1], flush=True)
 
-    print(table([]), flush=True)
-    if not args.no_read:
-        try:
+        if args.read:
             done(bench_read_capture(files, c.packets))
-        except ImportError:
-            done(Result("read_capture (1 process)", check="not available"))
-    if not args.no_tshark:
-        done(bench_tshark(files, c, args.cache))
-    with tempfile.TemporaryDirectory(prefix="amqp-codec-bench-") as scratch:
-        for n in cores:
-            log = args.cache / f"pipeline-local-{n}.log"
-            print(f"  (running local[{n}]: progress in {log})", flush=True)
-            done(bench_pipeline(files, c, n, Path(scratch), log))
-    print()
-    print(table(results))
-    pipelines = [r for r in results if r.name.startswith("pipeline") and r.seconds]
-    one = next((r for r in pipelines if r.name == "pipeline local[1]"), None)
-    for r in pipelines:
-        if one and one.seconds and r is not one and r.seconds:
-            print(f"scaling: {r.name} is {one.seconds / r.seconds:.2f}x {one.name}")
-    tshark = next((r for r in results if r.name.startswith("tshark") and r.seconds), None)
-    if tshark and tshark.seconds:
-        for r in pipelines:
-            assert r.seconds
-            print(f"{r.name} / tshark: {tshark.seconds / r.seconds:.2f}x the speed")
-        print(f"tshark: {tshark.details['version']}\n  {tshark.details['command']}")
+        if not args.no_tshark:
+            done(bench_tshark(files, c, args.cache))
+        with tempfile.TemporaryDirectory(prefix="amqp-codec-bench-") as scratch:
+            for n in cores:
+                log = args.cache / f"pipeline-{label}-{size}-local-{n}.log"
+                print(f"  (running local[{n}]: progress in {log})", flush=True)
+                done(bench_pipeline(files, c, n, Path(scratch), log))
+        _ratios(mine)
+        print(flush=True)
 
+    print(table(results))
     if args.json:
         document = {
             "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             "platform": platform.platform(),
             "python": platform.python_version(),
             "cpu_count": os.cpu_count(),
-            "capture_set": {
-                "dir": str(files[0].parent),
-                "files": [p.name for p in files],
-                "arguments": captures.arguments,
-                "counts": asdict(c),
-            },
+            "capture_sets": sets,
             "results": [asdict(r) for r in results],
         }
         Path(args.json).write_text(json.dumps(document, indent=2) + "\n")
         print(f"\nresults written to {args.json}")
     wrong = [r.name for r in results if r.check.startswith(("WRONG", "FAILED"))]
     return 1 if wrong else 0
+
+
+def _ratios(results: Sequence[Result]) -> None:
+    """Scaling from 1 to more cores, and speed against tshark, measured in the same run."""
+    pipelines = [r for r in results if "pipeline" in r.name and r.seconds]
+    one = next((r for r in pipelines if r.name.endswith("local[1]")), None)
+    for r in pipelines:
+        if one and one.seconds and r is not one and r.seconds:
+            print(f"  scaling: {r.name} is {one.seconds / r.seconds:.2f}x local[1]")
+    tshark = next((r for r in results if "tshark" in r.name and r.seconds), None)
+    if tshark and tshark.seconds:
+        for r in pipelines:
+            assert r.seconds
+            print(f"  {r.name}: {tshark.seconds / r.seconds:.2f}x tshark's speed")
+        print(f"  tshark: {tshark.details['version']}\n  {tshark.details['command']}")
 
 
 if __name__ == "__main__":

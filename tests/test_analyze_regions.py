@@ -97,7 +97,9 @@ def _busy(conversation: Conversation, seed: int, channels: int = 3) -> Conversat
     conversation.send("client", client[8:]).send("server", server[400:])
     for round_ in range(6):
         sequences = [
-            message_frames(ch, "ex", f"k{round_}.{ch}", rng.randbytes(rng.choice((0, 5, 900, 9000))))
+            message_frames(
+                ch, "ex", f"k{round_}.{ch}", rng.randbytes(rng.choice((0, 5, 900, 9000)))
+            )
             for ch in range(1, channels + 1)
         ]
         data = frames(*interleave(*sequences), HeartbeatFrame(0))
@@ -150,7 +152,9 @@ def test_sample_captures_at_small_splits(tmp_path: Path, split_bytes: int) -> No
     assert _check([str(SAMPLES)], tmp_path / "out", split_bytes) == 0
 
 
-def test_long_streams_are_dissected_in_parallel_regions(captures: list[str], tmp_path: Path) -> None:
+def test_long_streams_are_dissected_in_parallel_regions(
+    captures: list[str], tmp_path: Path
+) -> None:
     """At a realistic split size, regions meet: nothing is dissected a second time, except
     streams damaged right at a region's edge."""
     redone = _check(captures, tmp_path / "out", 30_000)

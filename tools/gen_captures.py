@@ -83,7 +83,6 @@ _ETH_TYPE_IPV4 = b"\x08\x00"
 _IP = struct.Struct("!BBHHHBBH4s4s")
 _TCP = struct.Struct("!HHIIBBHHH")
 _PSEUDO = struct.Struct("!4s4sxBH")
-_MSS_OPTION = struct.pack("!BBH", 2, 4, MSS)
 _PCAP_GLOBAL = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, SNAPLEN, LINKTYPE_ETHERNET)
 _PCAP_RECORD = struct.Struct("<IIII")
 _EPB_HEAD = struct.Struct("<IIIIIII")
@@ -265,7 +264,7 @@ class _Tcp:
 
     def _packet(self, src: _Side, dst: _Side, flags: int, payload: bytes = b"") -> None:
         gen = self.gen
-        options = _MSS_OPTION if flags & _SYN else b""
+        options = struct.pack("!BBH", 2, 4, gen.mss) if flags & _SYN else b""
         tcp_len = 20 + len(options) + len(payload)
         ack = dst.seq if flags & _ACK else 0
         header = _TCP.pack(
@@ -293,8 +292,9 @@ class _Tcp:
         """One application write: MSS-sized segments, a pure ACK for every two and the last."""
         src, dst = (self.client, self.server) if from_client else (self.server, self.client)
         view = memoryview(data)
-        for segments, start in enumerate(range(0, len(data), MSS), 1):
-            end = start + MSS
+        mss = self.gen.mss
+        for segments, start in enumerate(range(0, len(data), mss), 1):
+            end = start + mss
             last = end >= len(data)
             self._packet(src, dst, _ACK | _PSH if last else _ACK, bytes(view[start:end]))
             if last or segments % 2 == 0:
@@ -389,9 +389,19 @@ class _Generator:
     """The schedule: many concurrent connections, steps taken in timestamp order."""
 
     def __init__(
-        self, out: _Output, seed: int, concurrency: int, max_messages: int, max_body: int
+        self,
+        out: _Output,
+        seed: int,
+        concurrency: int,
+        max_messages: int,
+        max_body: int,
+        *,
+        mss: int = MSS,
+        single: bool = False,
     ) -> None:
         self.out = out
+        self.mss = mss
+        self.single = single
         self.max_body = max_body
         self.rng = random.Random(seed)
         self.concurrency = concurrency
@@ -454,7 +464,7 @@ class _Generator:
             if step is not None:
                 heapq.heappush(queue, (self.clock + step[0], order, tcp, steps, step))
                 order += 1
-            elif not self.budget.exhausted:
+            elif not self.budget.exhausted and not self.single:
                 start(self.clock + self.rng.randrange(5_000, 200_000))
         self.counts.first_timestamp_us = EPOCH_US
         self.counts.last_timestamp_us = self.clock
@@ -467,6 +477,8 @@ class _Generator:
         tcp = _Tcp(self, ip, port)
         self.counts.connections += 1
         kind = self.rng.choices(("publish", "consume", "get", "refused"), (45, 40, 12, 3))[0]
+        if self.single:
+            kind = "publish"  # one connection that lasts: a publisher until the size is reached
         return tcp, self._traffic(tcp, kind)
 
     # ----------------------------------------------------------------- AMQP traffic
@@ -568,6 +580,8 @@ class _Generator:
         yield 300, False, m(1, Channel.OpenOk())
 
         planned = min(self.max_messages, int(rng.lognormvariate(4.0, 1.2)) + 1)
+        if self.single:
+            planned = self.max_messages
         if kind == "publish":
             yield from self._publisher(planned, frame_max, heartbeat, app)
         elif kind == "consume":
@@ -753,11 +767,16 @@ def generate(
     pcapng_every: int = 3,
     prefix: str = "capture-",
     max_messages: int = 2000,
+    mss: int = MSS,
+    single_connection: bool = False,
 ) -> CaptureSet:
     """Write ``files`` capture files of about ``total_bytes`` together into ``out_dir``.
 
     ``concurrency`` connections are open at any time (default: from 4 for tiny sets up to
     64); a connection carries up to ``max_messages`` messages, then closes and another opens.
+    ``mss``: TCP payload bytes per segment (1460 on Ethernet; up to 65483 on loopback).
+    ``single_connection``: the whole set is one publisher's connection, as long as the size
+    asks (``max_messages`` permitting).
     Once the files hold ``total_bytes``, every open connection closes cleanly, so the set
     ends a little over the size asked for.
     """
@@ -765,6 +784,10 @@ def generate(
         raise ValueError("files must be at least 1")
     if total_bytes < 1:
         raise ValueError("total_bytes must be positive")
+    if not 536 <= mss <= 65483:
+        raise ValueError("mss must be between 536 and 65483")
+    if single_connection:
+        concurrency, max_messages = 1, max(max_messages, 1 << 40)
     if concurrency is None:
         concurrency = max(4, min(64, total_bytes // (256 * 1024)))
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -776,12 +799,16 @@ def generate(
         "pcapng_every": pcapng_every,
         "prefix": prefix,
         "max_messages": max_messages,
+        "mss": mss,
+        "single_connection": single_connection,
         "generator_version": GENERATOR_VERSION,
     }
     out = _Output(out_dir, prefix, files, -(-total_bytes // files), pcapng_every)
     # Bodies up to 1 MiB, but small sets get small bodies: one message must not be their size.
     max_body = max(1024, min(1 << 20, total_bytes // 64))
-    gen = _Generator(out, seed, concurrency, max_messages, max_body)
+    gen = _Generator(
+        out, seed, concurrency, max_messages, max_body, mss=mss, single=single_connection
+    )
     try:
         gen.run(total_bytes)
     finally:
@@ -820,6 +847,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--files", type=int, default=8)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--concurrency", type=int, help="connections open at once")
+    parser.add_argument("--mss", type=int, default=MSS, help="TCP payload bytes per segment")
+    parser.add_argument(
+        "--single-connection", action="store_true", help="one long publisher connection"
+    )
     parser.add_argument(
         "--pcapng-every", type=int, default=3, help="every N-th file is pcapng (0: none)"
     )
@@ -832,6 +863,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         seed=args.seed,
         concurrency=args.concurrency,
         pcapng_every=args.pcapng_every,
+        mss=args.mss,
+        single_connection=args.single_connection,
     )
     elapsed = time.perf_counter() - started
     c = result.counts

@@ -157,81 +157,134 @@ def _clip(pieces: list[Piece], owned: Sequence[tuple[int, int]]) -> list[Piece]:
 
 
 class _Source:
-    """The pieces of a task's parts, parsing each split once, when first needed."""
+    """The pieces of a task's parts: its home split's parsed once, whole (its TCP counts come
+    from there); other splits' read lazily, packet by packet, only as far as a region needs."""
 
     def __init__(self, task: Task) -> None:
         self.task = task
-        self.cache: dict[int, dict[PartKey, list[Piece]]] = {}
+        self.home_pieces: dict[PartKey, list[Piece]] = {}
         self.counts: dict[PartKey, PartCounts] = {}
+        self.lazy: dict[int, _LazySplit] = {}
 
     def home(self) -> None:
         task = self.task
         if task.split is not None:
-            pieces, counts = _read_parts(task.split, task.parts)
-            self.cache[task.split.index] = pieces
-            self.counts = counts
+            self.home_pieces, self.counts = _read_parts(task.split, task.parts)
 
-    def pieces(self, part: Slice, keep: bool) -> list[Piece]:
-        cached = self.cache.get(part.split)
-        if cached is None or part.key not in cached:
-            windows = {
-                key: window
-                for (split, key), window in self.task.windows.items()
-                if split == part.split
-            }
-            found, _ = _read_parts(self.task.splits[part.split], windows)
-            if keep:
-                self.cache[part.split] = found
-            return found.get(part.key, [])
-        return cached.get(part.key, [])
+    def pieces(self, part: Slice, start: int) -> Iterator[Piece]:
+        """``part``'s owned pieces that end after ``start``, in stream order."""
+        task = self.task
+        if task.split is not None and part.split == task.split.index:
+            return (p for p in self.home_pieces.get(part.key, []) if p.offset + len(p.data) > start)
+        lazy = self.lazy.get(part.split)
+        if lazy is None:
+            windows = {key: w for (split, key), w in task.windows.items() if split == part.split}
+            lazy = self.lazy[part.split] = _LazySplit(task.splits[part.split], windows)
+        return lazy.pieces(part.key, start)
 
 
-def _items(
-    stream: StreamPlan, region: RegionPlan, source: _Source, keep: bool
-) -> Iterator[Piece | Gap]:
+class _LazySplit:
+    """One split's packets parsed only as far as asked, for the parts of several streams.
+
+    A byte belongs to the first segment (in capture order) that carried it, so it is known
+    as soon as a segment covering it has been parsed: later ones can only be copies.
+    """
+
+    def __init__(self, split: Split, windows: dict[PartKey, PartWindow]) -> None:
+        self.packets = segments_of(split, RangeRead())
+        self.windows = windows
+        self.keys = PartKeys()
+        self.last: dict[PartKey, int] = {}
+        self.first: dict[PartKey, int] = {}
+        # Per part: candidates (start, end, ts, data, capture) in capture order, not yet passed.
+        self.pending: dict[PartKey, list[tuple[int, int, float, bytes, str]]] = {}
+
+    def _parse_more(self, wanted: PartKey) -> bool:
+        """Parse packets until one more candidate of ``wanted`` is known (False: none left)."""
+        for item in self.packets:
+            if not isinstance(item, Segment):
+                continue
+            key = self.keys.key(item)
+            window = self.windows.get(key)
+            if window is None:
+                continue
+            if key in self.last:
+                absolute = unwrap(item.seq, self.last[key])
+            else:
+                absolute = self.first[key] = item.seq
+            self.last[key] = absolute
+            data = item.payload
+            if not data:
+                continue
+            lo = window.offset0 + absolute - self.first[key] + (1 if item.flags & TH_SYN else 0)
+            hi = lo + len(data)
+            fin = window.fin_offset
+            if hi <= 0 or (fin is not None and lo >= fin):
+                continue
+            if lo < 0:
+                data, lo = data[-lo:], 0
+            if fin is not None and hi > fin:
+                data, hi = data[: fin - lo], fin
+            self.pending.setdefault(key, []).append((lo, hi, item.ts, data, item.capture))
+            if key == wanted:
+                return True
+        return False
+
+    def pieces(self, key: PartKey, start: int) -> Iterator[Piece]:
+        """The owned pieces of part ``key`` from ``start`` on, in stream order."""
+        window = self.windows[key]
+        pending = self.pending.setdefault(key, [])
+        for owned_lo, owned_hi in window.owned:
+            position = max(owned_lo, start)
+            while position < owned_hi:
+                pending[:] = [c for c in pending if c[1] > position]
+                winner = next((i for i, c in enumerate(pending) if c[0] <= position), None)
+                if winner is None:
+                    if self._parse_more(key):
+                        continue
+                    return  # no more of this part in the split (cannot happen for owned bytes)
+                lo, hi, ts, data, capture = pending[winner]
+                # Earlier candidates that start after position win their bytes back.
+                stop = min([hi, owned_hi, *(c[0] for c in pending[:winner] if c[0] > position)])
+                yield Piece(position, ts, data[position - lo : stop - lo], capture)
+                position = stop
+
+
+def _items(stream: StreamPlan, region: RegionPlan, source: _Source) -> Iterator[Piece | Gap]:
     """The region's pieces from its start on, in stream order, merged from its slices (each
     read when the stream reaches it), and the gaps only the plan knows of."""
     slices = sorted(region.slices, key=lambda s: s.low)
-    heap: list[tuple[int, int, int, Iterator[Piece]]] = []
+    # (offset of the next piece, tie-breaker, that piece, the rest of its slice's pieces)
+    heap: list[tuple[int, int, Piece, Iterator[Piece]]] = []
     order = 0
     next_slice = 0
     start = region.start
     if region.index == 0 and not stream.syn:
-        first_ts = stream.first_ts
-        yield Gap(0, None, first_ts)
+        yield Gap(0, None, stream.first_ts)
     position = start
     while True:
         # Open every slice that may hold the next bytes.
         while next_slice < len(slices) and (not heap or slices[next_slice].low <= heap[0][0]):
             part = slices[next_slice]
             next_slice += 1
-            pieces = [p for p in source.pieces(part, keep) if p.offset + len(p.data) > start]
-            if pieces:
-                it = iter(pieces)
-                first = next(it)
-                heapq.heappush(heap, (first.offset, order, id(first), _chain_first(first, it)))
+            rest = source.pieces(part, start)
+            head = next(rest, None)
+            if head is not None:
+                heapq.heappush(heap, (head.offset, order, head, rest))
                 order += 1
         if not heap:
             break
-        _offset, _order, _id, it = heapq.heappop(heap)
-        piece = next(it)
+        _offset, _order, piece, rest = heapq.heappop(heap)
+        following = next(rest, None)
+        if following is not None:
+            heapq.heappush(heap, (following.offset, order, following, rest))
+            order += 1
         if piece.offset < start:
             piece = Piece(start, piece.ts, piece.data[start - piece.offset :], piece.capture)
         yield piece
         position = max(position, piece.offset + len(piece.data))
-        following = next(it, None)
-        if following is not None:
-            heapq.heappush(
-                heap, (following.offset, order, id(following), _chain_first(following, it))
-            )
-            order += 1
     if region.end is None and stream.fin_offset is not None and stream.fin_offset > position:
         yield Gap(position, stream.fin_offset - position, stream.fin_ts or stream.last_ts)
-
-
-def _chain_first(first: Piece, rest: Iterator[Piece]) -> Iterator[Piece]:
-    yield first
-    yield from rest
 
 
 def run_task(task: Task) -> TaskResult:
@@ -240,7 +293,6 @@ def run_task(task: Task) -> TaskResult:
     writers = TableWriters(task.out, task.name)
     source = _Source(task)
     source.home()
-    fallback = task.split is None
     for stream, region in task.regions:
         dissector = DirectionDissector(
             connection=stream.name,
@@ -248,7 +300,7 @@ def run_task(task: Task) -> TaskResult:
             bodies=task.bodies,
             region=stream.region(region),
         )
-        writers.extend(dissector.run(_items(stream, region, source, keep=not fallback)))
+        writers.extend(dissector.run(_items(stream, region, source)))
         facts = dissector.facts
         facts.protocol = None  # travels by name (spec)
         result.regions.append(RegionResult(stream.id, region.index, dissector.edge, facts))

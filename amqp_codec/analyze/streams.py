@@ -392,15 +392,19 @@ class DirectionDissector:
         start, end = self.region.start, self.region.end
         position = start
         gap: Gap | None = None
+        unknown: Gap | None = None
         for item in items:
             if self.mode == _DONE:
                 break
             if isinstance(item, Gap):
                 if item.length is None:  # started mid-stream: earlier bytes are unknown
-                    self._gap(item.offset, None, item.ts, "")
+                    unknown = item  # reported with the capture file of the first piece
                 else:
                     gap = item  # its extent is where the next piece starts
                 continue
+            if unknown is not None:
+                self._gap(unknown.offset, None, unknown.ts, item.capture)
+                unknown = None
             if item.offset > position:
                 ts = item.ts if gap is None else gap.ts
                 self._gap(position, item.offset - position, ts, item.capture)
@@ -437,6 +441,8 @@ class DirectionDissector:
                 self.edge.overflow = True
                 self.mode = _DONE
             else:
+                if unknown is not None:
+                    self._gap(unknown.offset, None, unknown.ts, "")
                 if gap is not None and gap.length is not None:  # bytes lost at the end
                     capture = self.captures[-1] if self.captures else ""
                     self._gap(position, gap.length, gap.ts, capture)
