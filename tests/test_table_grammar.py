@@ -297,3 +297,36 @@ def test_every_decimal_bit_pattern_round_trips(scale, bits):
     magnitude = Decimal(unsigned & 0x7FFFFFFF).scaleb(-scale)
     expected = -magnitude if unsigned >> 31 else magnitude
     assert reread_decimal(value, "sign-magnitude") == expected
+
+
+@settings(max_examples=examples(200))
+@given(
+    st.recursive(
+        st.one_of(
+            st.none(),
+            st.booleans(),
+            st.integers(),
+            st.floats(),
+            st.text(max_size=4),
+            st.binary(max_size=4),
+            st.decimals(),
+            st.datetimes(),
+            st.builds(object),
+        ),
+        lambda inner: (
+            st.lists(inner, max_size=3)
+            | st.dictionaries(st.one_of(st.text(max_size=3), st.integers()), inner, max_size=3)
+        ),
+        max_leaves=10,
+    )
+)
+def test_0_8_encoder_raises_only_encode_errors(value):
+    encode_0_8 = table_encoder("SIDTF", "AMQP 0-8")
+    for table_value in (value, {"k": value}):
+        try:
+            raw = encode_0_8(table_value, "arguments")
+        except AMQPEncodeError as exc:
+            assert exc.field is not None and exc.field.startswith("arguments")
+        else:  # what was written decodes, within 0-8's grammar
+            decoded = decode(raw)
+            decode_method(v0_8.Exchange.Declare(arguments=decoded).encode(), v0_8, strict_tags=True)
