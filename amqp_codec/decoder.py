@@ -151,10 +151,12 @@ class FrameDecoder:
         max_frame_size: safety cap on any frame's payload when no frame_max applies.
         max_body_size: largest body size a content header may announce (406 beyond).
         max_table_depth: deepest field-table nesting accepted (502 beyond).
-        accept_extended_tags: a version whose spec defines a smaller set of field-table tags
-            (:attr:`ProtocolSpec.table_tags`; 0-8: S I D T F) refuses other tags with 502
-            unless this is true. Real 0-8 peers send the extended tags (RabbitMQ relays
-            headers from 0-9-1 publishers as they are), so a client talking to one sets it.
+        strict_tags: hold field tables to the version's own grammar
+            (:attr:`ProtocolSpec.table_tags`; 0-8: S I D T F), refusing any other tag with
+            502 and the path to it. Off by default: every version decodes every tag, as
+            RabbitMQ does (it accepts them from 0-8 clients and relays 0-9-1 publishers'
+            headers to 0-8 consumers unchanged). For validators and test suites.
+        accept_extended_tags: the former name of ``not strict_tags``, still accepted.
     """
 
     def __init__(
@@ -165,11 +167,13 @@ class FrameDecoder:
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         max_body_size: int = DEFAULT_MAX_BODY_SIZE,
         max_table_depth: int = DEFAULT_MAX_TABLE_DEPTH,
-        accept_extended_tags: bool = False,
+        strict_tags: bool = False,
+        accept_extended_tags: bool | None = None,
     ) -> None:
         self._spec = _resolve_spec(spec)
-        self._accept_extended_tags = accept_extended_tags
-        self._allowed_tags: frozenset[str] | None = None  # set with the version
+        self._strict_tags = _strict(strict_tags, accept_extended_tags)
+        self._allowed_tags: frozenset[str] | None = None  # set with the version, if strict
+        self._version = ""  # "AMQP 0-8", for strict mode's errors
         self._buf = b""
         self._pos = 0  # next unread byte of _buf
         self._base = 0  # stream offset of _buf[0]
@@ -202,16 +206,25 @@ class FrameDecoder:
         return self._spec
 
     @property
+    def strict_tags(self) -> bool:
+        """Refuse field-table tags outside the version's own grammar (0-8: S I D T F); can be
+        changed at any time, e.g. once connection.start shows which peer it is."""
+        return self._strict_tags
+
+    @strict_tags.setter
+    def strict_tags(self, value: bool) -> None:
+        self._strict_tags = value
+        if self._started and self._spec is not None:
+            self._enable_fast_path()
+
+    @property
     def accept_extended_tags(self) -> bool:
-        """Accept every field-table tag even where the version defines fewer (0-8); can be
-        changed at any time, e.g. once connection.start shows which broker it is."""
-        return self._accept_extended_tags
+        """``not strict_tags``, under its former name."""
+        return not self._strict_tags
 
     @accept_extended_tags.setter
     def accept_extended_tags(self, value: bool) -> None:
-        self._accept_extended_tags = value
-        if self._started and self._spec is not None:
-            self._enable_fast_path()
+        self.strict_tags = not value
 
     @property
     def frame_max(self) -> int:
@@ -304,7 +317,7 @@ class FrameDecoder:
                     try:
                         method = decoders[index](buf, pos + 11, end, self.max_table_depth)
                         if self._allowed_tags is not None:  # 0-8: a smaller tag set
-                            _check_tags(method, self._allowed_tags, 0)
+                            _check_tags(method, self._allowed_tags, 0, self._version)
                     except _FAST_PATH_MISSES:
                         pass
                     else:
@@ -328,7 +341,7 @@ class FrameDecoder:
                         try:
                             properties = decode_properties(buf, pos + 19, end, self.max_table_depth)
                             if self._allowed_tags is not None:
-                                _check_tags(properties, self._allowed_tags, 0)
+                                _check_tags(properties, self._allowed_tags, 0, self._version)
                         except _DIAGNOSABLE:
                             pass
                         else:
@@ -503,7 +516,8 @@ class FrameDecoder:
             if index >> 16 != connection
         }
         self._property_decoders = spec.property_decoders
-        self._allowed_tags = None if self.accept_extended_tags else spec.table_tags
+        self._allowed_tags = spec.table_tags if self._strict_tags else None
+        self._version = f"AMQP {spec.name}"
         self._fast = self._error is None
         self._fast &= spec.wire_format == "0-9"  # 99-0 frames take _next_draft_frame
 
@@ -544,7 +558,7 @@ class FrameDecoder:
         try:
             method = _decode_method(spec, buf, start, end, self.max_table_depth)
             if self._allowed_tags is not None:
-                _check_tags(method, self._allowed_tags, start)
+                _check_tags(method, self._allowed_tags, start, self._version)
         except AMQPDecodeError as exc:
             raise self._relocate(exc, channel) from None
         if (spec.connection_class_id == method.CLASS_ID) != (channel == 0):
@@ -601,7 +615,7 @@ class FrameDecoder:
             raise self._relocate(error, channel) from None
         if self._allowed_tags is not None:
             try:
-                _check_tags(properties, self._allowed_tags, start, class_id)
+                _check_tags(properties, self._allowed_tags, start, self._version, class_id)
             except AMQPDecodeError as exc:
                 raise self._relocate(exc, channel) from None
         return ContentHeaderFrame(channel, class_id, body_size, properties, weight)
@@ -619,19 +633,29 @@ def decode_method(
     spec: ProtocolSpec | ModuleType | None = None,
     *,
     max_table_depth: int = DEFAULT_MAX_TABLE_DEPTH,
-    accept_extended_tags: bool = False,
+    strict_tags: bool = False,
+    accept_extended_tags: bool | None = None,
 ) -> Method:
     """Decode one method frame payload (class id, method id, arguments) on its own.
 
-    Error offsets are positions in ``payload``. ``accept_extended_tags`` as for
-    :class:`FrameDecoder`.
+    Error offsets are positions in ``payload``. ``strict_tags`` (and its former name
+    ``accept_extended_tags``) as for :class:`FrameDecoder`.
     """
     data = bytes(payload)
     resolved = _resolve_spec(spec) or default_spec()
     method = _decode_method(resolved, data, 0, len(data), max_table_depth)
-    if resolved.table_tags is not None and not accept_extended_tags:
-        _check_tags(method, resolved.table_tags, 0)
+    if resolved.table_tags is not None and _strict(strict_tags, accept_extended_tags):
+        _check_tags(method, resolved.table_tags, 0, f"AMQP {resolved.name}")
     return method
+
+
+def _strict(strict_tags: bool, accept_extended_tags: bool | None) -> bool:
+    """Strict mode from the option and its former, inverted name (which must agree)."""
+    if accept_extended_tags is None:
+        return strict_tags
+    if strict_tags and accept_extended_tags:
+        raise ValueError("strict_tags=True contradicts accept_extended_tags=True")
+    return not accept_extended_tags
 
 
 # The table-valued fields of each method and properties class (see _check_tags).
@@ -639,7 +663,11 @@ _TABLE_ATTRS: dict[type, tuple[str, ...]] = {}
 
 
 def _check_tags(
-    decoded: Method | Properties, allowed: frozenset[str], offset: int, class_id: int = 0
+    decoded: Method | Properties,
+    allowed: frozenset[str],
+    offset: int,
+    version: str,
+    class_id: int = 0,
 ) -> None:
     """Refuse (502) a field-table value in ``decoded`` whose tag is not in ``allowed``."""
     cls = type(decoded)
@@ -651,7 +679,7 @@ def _check_tags(
         if not value:
             continue
         try:
-            check_table_tags(value, allowed)
+            check_table_tags(value, allowed, version)
         except AMQPDecodeError as exc:
             exc.field = attr + (exc.field or "")
             exc.offset = offset

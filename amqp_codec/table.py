@@ -12,7 +12,7 @@ u     unsigned 16-bit             int
 I/i   signed/unsigned 32-bit      int
 l/L   signed 64-bit               int
 f/d   IEEE 754 32/64-bit float    float
-D     scale octet + signed int32  decimal.Decimal
+D     scale octet + int32         decimal.Decimal (see below)
 S     long string                 str (bytes if not UTF-8)
 x     byte array                  bytes
 A     field array                 FieldArray
@@ -21,12 +21,23 @@ F     nested field table          FieldTable
 V     void                        None
 ====  ==========================  ==================
 
-Tag sets are per protocol version: a version whose spec defines fewer tags says so in
-``ProtocolSpec.table_tags`` (AMQP 0-8: S I D T F, from its overlay), and
-:class:`~amqp_codec.FrameDecoder` then refuses any other tag with 502, through
-:func:`check_table_tags` after decoding, unless ``accept_extended_tags=True``. Encoding writes
-the tags the values carry: for a strict 0-8 peer use str, 32-bit int, Decimal, Timestamp and
-mappings only.
+Every version decodes every tag by default, as RabbitMQ does: AMQP 0-8's grammar names only
+S I D T F, yet RabbitMQ accepts the others from 0-8 clients and relays 0-9-1 publishers'
+headers to 0-8 consumers unchanged. A version's own grammar is in
+``ProtocolSpec.table_tags``; :class:`~amqp_codec.FrameDecoder` enforces it only in its opt-in
+strict mode (``strict_tags=True``), through :func:`check_table_tags`, which names the field path
+and the tag.
+
+Encoding writes the tags the values carry. A version with a smaller grammar encodes plain
+values within it (:func:`table_encoder`: 0-8 writes bytes as ``S`` and refuses a bool, a float,
+None, a list or a 64-bit int with an :class:`AMQPEncodeError` that says what to do), while a
+:class:`FieldTable`, a :class:`FieldArray` and :class:`Tagged` keep their tags.
+
+Decimals: peers disagree on the sign of the 32-bit digits (unsigned in the 0-9-1 grammar,
+two's complement in most clients, sign and magnitude in the .NET client). They are read and
+written as two's complement, which maps every bit pattern to one value and back;
+:func:`reread_decimal` gives the value another reading sees in the same bytes
+(``docs/field-tables.md`` has the table of peers).
 
 A decoded table keeps key order, duplicate keys and every value's tag, so it re-encodes byte
 for byte; it still reads like a dict. Plain Python values are encoded the way RabbitMQ's own
@@ -54,6 +65,8 @@ __all__ = [
     "check_table_tags",
     "decode_table",
     "encode_table",
+    "reread_decimal",
+    "table_encoder",
     "tag_for",
 ]
 
@@ -478,12 +491,15 @@ class _Float32NaN(float):
     bits: bytes
 
 
-def check_table_tags(value: FieldTable | FieldArray, allowed: frozenset[str]) -> None:
+def check_table_tags(
+    value: FieldTable | FieldArray, allowed: frozenset[str], version: str = "this protocol version"
+) -> None:
     """Raise :class:`FrameSyntaxError` (502) if a decoded table or array, at any depth, holds
-    a value whose wire tag is not in ``allowed``; ``field`` is the path to it.
+    a value whose wire tag is not in ``allowed``; ``field`` is the path to it and the message
+    names the tag and ``version``'s grammar.
 
-    Decoding accepts every tag the codec knows; a version with a smaller tag set (0-8 defines
-    only S I D T F) is enforced with this walk over the decoded entries, which keep their tags.
+    Decoding accepts every tag the codec knows; the strict mode of a version with a smaller
+    grammar (0-8: S I D T F) is this walk over the decoded entries, which keep their tags.
     """
     if isinstance(value, FieldArray):
         entries = [("", tag, v) for tag, v in zip(value._tags, value._values, strict=True)]
@@ -495,10 +511,10 @@ def check_table_tags(value: FieldTable | FieldArray, allowed: frozenset[str]) ->
         try:
             if tag not in allowed:
                 raise FrameSyntaxError(
-                    f"field-table value tag {tag!r} is not one of this protocol version's "
-                    f"tags ({' '.join(sorted(allowed))})"
+                    f"field-table value tag {tag!r} is not in {version}'s grammar, whose tags "
+                    f"are {' '.join(sorted(allowed))} (strict mode)"
                 )
-            check_table_tags(v, allowed)
+            check_table_tags(v, allowed, version)
         except AMQPDecodeError as exc:
             step = f"[{i}]" if isinstance(value, FieldArray) else _key_step(key)
             exc.field = step + (exc.field or "")
@@ -837,3 +853,134 @@ def _encode_decimal(value: Any) -> bytes:
 
 
 _pack_decimal = struct.Struct(">Bi").pack
+
+
+# --------------------------------------------------------------------------------------------
+# Encoding within a version's smaller grammar (0-8)
+# --------------------------------------------------------------------------------------------
+
+# What to write instead when a plain value's usual tag is outside the grammar, and the advice
+# for when nothing fits. 0-8's long string carries any octets, so bytes fit ``S``.
+_FALLBACK_TAGS: dict[str, str] = {"x": "S"}
+_NO_TAG_ADVICE: dict[str, str] = {
+    "t": "write 1 or 0 for 'I', or Tagged('t', value) for the 0-9-1 boolean",
+    "l": "Tagged('l', value) writes the 0-9-1 64-bit integer",
+    "d": "a decimal.Decimal fits 'D', or Tagged('d', value) writes the 0-9-1 double",
+    "V": "leave the key out, or write Tagged('V', None) for the 0-9-1 void",
+    "A": "Tagged('A', [...]) writes the 0-9-1 array",
+}
+
+
+def table_encoder(
+    tags: str | frozenset[str] | None, version: str = "this protocol version"
+) -> Callable[..., bytes]:
+    """An :func:`encode_table` that writes plain values only with ``tags`` (``None``: every
+    tag, which returns :func:`encode_table` itself).
+
+    Plain values get :func:`tag_for`'s tag when it is in ``tags``; bytes fall back to ``S``;
+    a value with no tag in ``tags`` (0-8: a bool, a float, None, a list, an int past signed
+    32-bit) raises :class:`AMQPEncodeError` naming its path, its type, ``version`` and the way
+    out. RabbitMQ accepts the 0-9-1 tags on a 0-8 connection, so the way out is often
+    :class:`Tagged`, which, like a :class:`FieldTable` or :class:`FieldArray` (a decoded table
+    re-encodes byte for byte), is written with the tags it holds.
+    """
+    if tags is None:
+        return encode_table
+    allowed = frozenset(tags)
+
+    def encode_within(table: Mapping[str, Any] | None, field: str = "") -> bytes:
+        if not table or type(table) is FieldTable:
+            return encode_table(table, field)
+        try:
+            within = _table_within(table, allowed, version)
+        except AMQPEncodeError as exc:
+            exc.field = field + (exc.field or "")
+            raise
+        return encode_table(within, field)
+
+    encode_within.__doc__ = f"encode_table with plain values written within {version}'s tags."
+    return encode_within
+
+
+def _table_within(table: Any, allowed: frozenset[str], version: str) -> FieldTable:
+    """``table`` (a plain mapping) as a FieldTable whose plain values have tags in ``allowed``."""
+    if not isinstance(table, Mapping):
+        raise AMQPEncodeError(f"a field table takes a mapping, not {type(table).__name__}")
+    entries: list[tuple[str, str, Any]] = []
+    for key, value in table.items():
+        try:
+            entries.append((key, *_tagged_within(value, allowed, version)))
+        except AMQPEncodeError as exc:
+            exc.field = _key_step(key) + (exc.field or "")
+            raise
+    return FieldTable.from_entries(entries)
+
+
+def _tagged_within(value: Any, allowed: frozenset[str], version: str) -> tuple[str, Any]:
+    """The tag and value to write a value with, choosing tags in ``allowed`` for plain ones."""
+    if type(value) is Tagged:
+        return value.tag, value.value
+    if isinstance(value, (FieldTable, FieldArray)):
+        return ("F" if isinstance(value, FieldTable) else "A"), value
+    tag = tag_for(value)
+    if tag not in allowed:
+        fallback = _FALLBACK_TAGS.get(tag)
+        if fallback is None or fallback not in allowed:
+            advice = _NO_TAG_ADVICE.get(tag)
+            raise AMQPEncodeError(
+                f"{_no_tag(value, tag)} in {version} (tags {' '.join(sorted(allowed))}): "
+                + (f"{advice}, which RabbitMQ accepts" if advice else "wrap it in Tagged")
+            )
+        tag = fallback
+    if tag == "F":
+        return tag, _table_within(value, allowed, version)
+    if tag == "A":  # only when the grammar has arrays: their items stay within it too
+        items = []
+        for i, item in enumerate(value):
+            try:
+                items.append(("", *_tagged_within(item, allowed, version)))
+            except AMQPEncodeError as exc:
+                exc.field = f"[{i}]" + (exc.field or "")
+                raise
+        return tag, FieldArray.from_entries(items)
+    return tag, value
+
+
+def _no_tag(value: Any, tag: str) -> str:
+    if tag == "l":
+        return f"int {value} does not fit 'I', the only integer tag (signed 32-bit),"
+    what = "None" if value is None else f"a {type(value).__name__}"
+    return f"{what} has no field-table tag"
+
+
+# --------------------------------------------------------------------------------------------
+# Decimals: the readings of the 32-bit digits
+# --------------------------------------------------------------------------------------------
+
+#: How peers read the 32-bit digits of a decimal (``docs/field-tables.md`` lists who does
+#: what); the codec reads and writes ``"twos-complement"``.
+DECIMAL_READINGS = ("twos-complement", "sign-magnitude", "unsigned")
+_unpack_decimal_raw = struct.Struct(">BI").unpack
+
+
+def reread_decimal(value: Decimal, reading: str) -> Decimal:
+    """The decimal that a peer reading the digits as ``reading`` sees in the bytes ``value``
+    is written as (and decoded from): the same scale, the same 32 bits.
+
+    For example the .NET client writes -0.001 as scale 3, digits ``80 00 00 01``, which
+    decodes as ``Decimal("-2147483.647")``; ``reread_decimal(that, "sign-magnitude")`` is
+    ``Decimal("-0.001")``. Raises :class:`AMQPEncodeError` if ``value`` does not fit a decimal,
+    ``ValueError`` for an unknown reading.
+    """
+    if reading not in DECIMAL_READINGS:
+        raise ValueError(f"reading must be one of {', '.join(DECIMAL_READINGS)}, not {reading!r}")
+    scale, raw = _unpack_decimal_raw(_encode_decimal(value))
+    if reading == "unsigned":
+        digits = Decimal(raw)
+    elif reading == "sign-magnitude":
+        digits = Decimal(raw & 0x7FFFFFFF)
+        if raw >> 31:
+            digits = digits.copy_negate()  # keeps -0 (80 00 00 00), a value of its own
+    else:
+        digits = Decimal(raw - (raw >> 31 << 32))
+    return digits.scaleb(-scale, _EXACT)

@@ -55,7 +55,8 @@ def _table_tags(spec: Spec) -> str:
     if codes:
         return f"{len(codes)} type codes (the spec's `field-table-*` constants)"
     if spec.table_tags:
-        return " ".join(spec.table_tags)
+        # The grammar; the decoder holds a stream to it only in strict mode.
+        return f"{' '.join(spec.table_tags)} (strict mode; every tag decodes by default)"
     return "every tag the codec knows (RabbitMQ's 0-9-1 errata)"
 
 

@@ -439,7 +439,7 @@ def test_0_8_tables_decode_strictly(model):
 
 
 # --------------------------------------------------------------------------------------------
-# The 0-8 tag set and the extended-tag option
+# The 0-8 tag set: every tag decodes by default, the grammar's alone in strict mode
 # --------------------------------------------------------------------------------------------
 
 
@@ -457,17 +457,22 @@ def _declare_with(arguments: FieldTable) -> bytes:
         (FieldTable([("b", Tagged("x", b"\0"))]), 'arguments["b"]', "x"),
     ],
 )
-def test_extended_tags_are_refused_by_default(table, path, tag):
+def test_extended_tags_are_refused_in_strict_mode(table, path, tag):
     payload = _declare_with(table)
     with pytest.raises(FrameSyntaxError) as info:
-        decode_method(payload, v0_8)
+        decode_method(payload, v0_8, strict_tags=True)
     assert info.value.reply_code == 502
     assert info.value.field == path
     assert f"'{tag}'" in str(info.value)
+    assert "AMQP 0-8" in str(info.value)
     assert (info.value.class_id, info.value.method_id) == (50, 10)
-    # Accepted on request, and by 0-9-1, whose spec names no smaller set.
+    # Accepted by default (and under the option's former name), and by 0-9-1 even when
+    # strict: its spec names no smaller set.
+    assert decode_method(payload, v0_8).arguments == table
     assert decode_method(payload, v0_8, accept_extended_tags=True).arguments == table
-    assert decode_method(sh(50) + sh(10) + payload[4:], v0_9_1).CLASS_ID == 50
+    with pytest.raises(FrameSyntaxError):
+        decode_method(payload, v0_8, accept_extended_tags=False)
+    assert decode_method(sh(50) + sh(10) + payload[4:], v0_9_1, strict_tags=True).CLASS_ID == 50
 
 
 def _delivery(headers: FieldTable) -> bytes:
@@ -476,9 +481,9 @@ def _delivery(headers: FieldTable) -> bytes:
     return HEADER_0_8 + encode_message(7, deliver, props, b"body")
 
 
-def test_frame_decoder_refuses_extended_header_tags_by_default():
+def test_frame_decoder_refuses_extended_header_tags_in_strict_mode():
     wire = _delivery(FieldTable([("x-death", [{"count": 1}])]))
-    decoder = FrameDecoder()
+    decoder = FrameDecoder(strict_tags=True)
     decoder.receive_data(wire)
     assert isinstance(decoder.next_frame(), ProtocolHeader)
     assert isinstance(decoder.next_frame(), MethodFrame)
@@ -493,10 +498,10 @@ def test_frame_decoder_refuses_extended_header_tags_by_default():
     assert close_for_error(error, v0_8).method.METHOD_ID == 60
 
 
-def test_frame_decoder_accepts_extended_tags_when_asked():
+def test_frame_decoder_accepts_extended_tags_by_default():
     death = FieldArray([FieldTable([("count", Tagged("l", 1)), ("ok", True)])])
     headers = FieldTable([("x-death", death), ("v", None)])
-    decoder = FrameDecoder(accept_extended_tags=True)
+    decoder = FrameDecoder()
     decoder.receive_data(_delivery(headers))
     frames = list(decoder)
     assert decoder.spec is SPEC
@@ -506,9 +511,12 @@ def test_frame_decoder_accepts_extended_tags_when_asked():
 
 def test_extended_tag_inside_nested_table_in_method_on_stream():
     wire = HEADER_0_8 + encode_frame(
-        MethodFrame(1, Queue.Bind(queue="q", exchange="e", arguments={"f": {"ok": 1, "b": True}}))
+        MethodFrame(
+            1,
+            Queue.Bind(queue="q", exchange="e", arguments={"f": {"ok": 1, "b": Tagged("t", True)}}),
+        )
     )
-    decoder = FrameDecoder()
+    decoder = FrameDecoder(strict_tags=True)
     decoder.receive_data(wire)
     decoder.next_frame()
     with pytest.raises(AMQPDecodeError) as info:
@@ -617,13 +625,13 @@ def test_valid_0_8_streams_decode_completely(frames, header, cuts):
     frames=_frames_0_8(),
     mutations=st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), min_size=1),
     cuts=st.lists(st.integers(0, 10_000), max_size=5),
-    extended=st.booleans(),
+    strict=st.booleans(),
 )
-def test_mutated_0_8_streams_only_raise_decode_errors(frames, mutations, cuts, extended):
+def test_mutated_0_8_streams_only_raise_decode_errors(frames, mutations, cuts, strict):
     data = bytearray(HEADER_0_8 + b"".join(encode_frame(f) for f in frames))
     for position, value in mutations:
         data[8 + position % (len(data) - 8)] = value
-    _count, error = run_decoder(bytes(data), cuts, accept_extended_tags=extended)
+    _count, error = run_decoder(bytes(data), cuts, strict_tags=strict)
     check_error(error, len(data))
 
 
@@ -776,18 +784,20 @@ def test_overlay_table_tags_must_be_distinct_tags(tmp_path: Path, value: str):
         load(_write(tmp_path, "mini08.xml", MINI_0_8), overlay)
 
 
-def test_extended_tags_can_be_accepted_mid_stream():
-    """A client learns which broker it talks to from connection.start, then relaxes."""
+def test_strict_mode_can_be_switched_mid_stream():
+    """A validator may learn from connection.start which peer it checks, then tighten."""
     table = FieldTable([("flag", True)])
     frame = encode_frame(MethodFrame(1, Queue.Declare(queue="q", arguments=table)))
-    decoder = FrameDecoder()
+    decoder = FrameDecoder(strict_tags=True)
     decoder.receive_data(HEADER_0_8)
     decoder.next_frame()
+    assert decoder.strict_tags is True
     assert decoder.accept_extended_tags is False
-    decoder.accept_extended_tags = True
+    decoder.strict_tags = False
     decoder.receive_data(frame)
     assert decoder.next_frame().method.arguments == table
-    decoder.accept_extended_tags = False
+    decoder.accept_extended_tags = False  # the former name still works
+    assert decoder.strict_tags is True
     decoder.receive_data(frame)
     with pytest.raises(FrameSyntaxError):
         decoder.next_frame()

@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 from amqp_codec.base import FieldSpec, Method, slot_setters
 from amqp_codec.encoding import OCTETS, encode_failure
 from amqp_codec.errors import AMQPEncodeError
-from amqp_codec.table import EMPTY_TABLE, FieldTable, encode_table
+from amqp_codec.table import EMPTY_TABLE, FieldTable, table_encoder
 
 __all__ = [
     "Connection",
@@ -64,6 +64,8 @@ _PACK_II = Struct(">II").pack
 _PACK_Q = Struct(">Q").pack
 _PACK_QB = Struct(">QB").pack
 _PACK_I = Struct(">I").pack
+# Plain table values are written within AMQP 0-8's own tags; see table_encoder.
+encode_table = table_encoder("SIDTF", "AMQP 0-8")
 
 
 class Connection:

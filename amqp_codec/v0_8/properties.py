@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 from amqp_codec.base import FieldSpec, Properties
 from amqp_codec.encoding import OCTETS, encode_failure
 from amqp_codec.errors import AMQPEncodeError
-from amqp_codec.table import EMPTY_TABLE, Timestamp, encode_table
+from amqp_codec.table import EMPTY_TABLE, Timestamp, table_encoder
 
 __all__ = [
     "BasicProperties",
@@ -35,6 +35,8 @@ _PACK_B = Struct(">B").pack
 _PACK_H = Struct(">H").pack
 _PACK_Q = Struct(">Q").pack
 _PACK_I = Struct(">I").pack
+# Plain table values are written within AMQP 0-8's own tags; see table_encoder.
+encode_table = table_encoder("SIDTF", "AMQP 0-8")
 
 
 @dataclass(frozen=True, init=False)
