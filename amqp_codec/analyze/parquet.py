@@ -18,8 +18,10 @@ if TYPE_CHECKING:
 
 __all__ = ["ROW_GROUP", "TableWriters", "arrow_schema", "filter_file"]
 
-#: Rows held per table before they are written as a row group.
+#: Rows held per table before they are written as a row group...
 ROW_GROUP = 20_000
+#: ...or bytes of strings and binaries (message bodies with ``--bodies``), whichever first.
+ROW_GROUP_BYTES = 16 * 2**20
 
 
 def arrow_schema(columns: Columns) -> pa.Schema:
@@ -67,6 +69,7 @@ class TableWriters:
         self.out = out
         self.name = name
         self.rows: dict[str, list[tuple[Any, ...]]] = {table: [] for table in TABLES}
+        self.held: dict[str, int] = dict.fromkeys(TABLES, 0)  # bytes of str and bytes values
         self.counts: dict[str, int] = dict.fromkeys(TABLES, 0)
         self._writers: dict[str, Any] = {}
         self.files: dict[str, str] = {}
@@ -74,7 +77,10 @@ class TableWriters:
     def add(self, table: str, row: tuple[Any, ...]) -> None:
         rows = self.rows[table]
         rows.append(row)
-        if len(rows) >= ROW_GROUP:
+        held = self.held[table] = self.held[table] + sum(
+            len(value) for value in row if isinstance(value, (str, bytes))
+        )
+        if len(rows) >= ROW_GROUP or held >= ROW_GROUP_BYTES:
             self._write(table)
 
     def extend(self, rows: Iterable[tuple[str, tuple[Any, ...]]]) -> None:
@@ -97,6 +103,7 @@ class TableWriters:
             writer.write_batch(_batch(columns, writer.schema, rows))
             self.counts[table] += len(rows)
             rows.clear()
+            self.held[table] = 0
 
     def close(self) -> dict[str, int]:
         """Write what is left, close the files; the rows written per table."""
