@@ -20,8 +20,19 @@ __all__ = ["ROW_GROUP", "TableWriters", "arrow_schema", "filter_file"]
 
 #: Rows held per table before they are written as a row group...
 ROW_GROUP = 20_000
-#: ...or bytes of strings and binaries (message bodies with ``--bodies``), whichever first.
+#: ...or bytes of the column that can be large, whichever first.
 ROW_GROUP_BYTES = 16 * 2**20
+# Per table, the column whose values can be large: decoded fields, message bodies (with
+# --bodies), problem details, client properties.
+_BIG = {
+    table: [name for name, _ in columns].index(name)
+    for table, columns, name in (
+        ("frames", TABLES["frames"], "fields"),
+        ("messages", TABLES["messages"], "body"),
+        ("problems", TABLES["problems"], "detail"),
+        ("connections", TABLES["connections"], "client_properties"),
+    )
+}
 
 
 def arrow_schema(columns: Columns) -> pa.Schema:
@@ -77,9 +88,8 @@ class TableWriters:
     def add(self, table: str, row: tuple[Any, ...]) -> None:
         rows = self.rows[table]
         rows.append(row)
-        held = self.held[table] = self.held[table] + sum(
-            len(value) for value in row if isinstance(value, (str, bytes))
-        )
+        big = row[_BIG[table]]  # the column that can hold megabytes
+        held = self.held[table] = self.held[table] + (len(big) if big is not None else 0)
         if len(rows) >= ROW_GROUP or held >= ROW_GROUP_BYTES:
             self._write(table)
 

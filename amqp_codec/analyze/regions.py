@@ -140,6 +140,13 @@ def _read_parts(
 
 def _clip(pieces: list[Piece], owned: Sequence[tuple[int, int]]) -> list[Piece]:
     """The parts of ``pieces`` (in order) inside the ``owned`` intervals (in order)."""
+    if not pieces:
+        return pieces
+    if len(owned) == 1:
+        lo, hi = owned[0]
+        last = pieces[-1]
+        if pieces[0].offset >= lo and last.offset + len(last.data) <= hi:
+            return pieces  # the usual case: the split owns all it carried
     out: list[Piece] = []
     i = 0
     for piece in pieces:

@@ -341,6 +341,8 @@ SYNC_LIMIT = 8 * 2**20
 SYNC_CHAIN = 4
 #: Bytes a region reads past its end to finish the messages in progress there.
 FOLLOW_LIMIT = 64 * 2**20
+# Contiguous stream bytes fed to the dissector at once.
+_BATCH_BYTES = 64 * 1024
 _HEARTBEAT_OR_HEADER = (ProtocolHeader, HeartbeatFrame, DraftHeartbeatFrame)
 _CONTENT_FRAMES = (ContentHeaderFrame, ContentBodyFrame, DraftHeaderFrame, DraftBodyFrame)
 
@@ -393,9 +395,16 @@ class DirectionDissector:
         position = start
         gap: Gap | None = None
         unknown: Gap | None = None
+        batch: list[bytes] = []  # contiguous data not fed yet, from batch_start
+        batch_start = batch_end = batched = 0
         for item in items:
             if self.mode == _DONE:
                 break
+            if batch and (isinstance(item, Gap) or item.offset != batch_end):
+                self._feed(batch_start, b"".join(batch))
+                batch, batched = [], 0
+                if self.mode == _DONE:
+                    break
             if isinstance(item, Gap):
                 if item.length is None:  # started mid-stream: earlier bytes are unknown
                     unknown = item  # reported with the capture file of the first piece
@@ -429,13 +438,29 @@ class DirectionDissector:
             self.starts.append(position)
             self.stamps.append(item.ts)
             self.captures.append(item.capture)
-            self._feed(position, data)
+            # Contiguous pieces are fed together: the dissector's cost is per call as much
+            # as per byte, and segments are small.
+            if batch and batch_end == position and batched < _BATCH_BYTES:
+                batch.append(data)
+                batched += len(data)
+            else:
+                if batch:
+                    self._feed(batch_start, b"".join(batch))
+                batch, batch_start, batched = [data], position, len(data)
             position += len(data)
+            batch_end = position
+            if batched >= _BATCH_BYTES:
+                self._feed(batch_start, b"".join(batch))
+                batch, batched = [], 0
             if len(self.rows) > 1000:  # hand rows on as they come: a stream may be huge
                 yield from self.rows
                 self.rows.clear()
         else:
-            if not self.region.reads_to_end and self.mode in (_MAIN, _FOLLOW):
+            if batch:
+                self._feed(batch_start, b"".join(batch))
+            if self.mode == _DONE:
+                pass
+            elif not self.region.reads_to_end and self.mode in (_MAIN, _FOLLOW):
                 # A region before the last ran out of the bytes it was given to read past its
                 # end: the stream goes on, so nothing may be taken as its end.
                 self.edge.overflow = True
