@@ -196,3 +196,28 @@ def test_a_capture_read_in_ranges_gives_the_same_packets(tmp_path: Path) -> None
                 items += list(read_range(layout, start, nominal + step, index, out))
                 position, index = out.stop, index + out.records
             assert items == whole
+
+
+def test_a_pcapng_with_a_late_interface_block_is_read_whole(tmp_path: Path) -> None:
+    """A pcapng file whose second interface is described after packets cannot be entered in
+    the middle: it is read whole, and the tables are still those of one pass."""
+    conversation = _busy(Conversation(), 9)
+    path = tmp_path / "late.pcapng"
+    with open(path, "wb") as out:
+        writer = dpkt.pcapng.Writer(out)
+        packets = conversation.packets
+        half = len(packets) // 2
+        for ts, raw in packets[:half]:
+            writer.writepkt(raw, ts=ts)
+        # A second interface block after packets (dumpcap adds one when an interface appears).
+        idb = dpkt.pcapng.InterfaceDescriptionBlockLE(linktype=1, snaplen=65535)
+        out.write(bytes(idb))
+        for ts, raw in packets[half:]:  # on the new interface
+            micros = round(ts * 1e6)
+            block = dpkt.pcapng.EnhancedPacketBlockLE(
+                iface_id=1, ts_high=micros >> 32, ts_low=micros & 0xFFFFFFFF, pkt_data=raw
+            )
+            block.caplen = block.pkt_len = len(raw)
+            out.write(bytes(block))
+    assert _check([str(path)], tmp_path / "out", 3000) == 0
+    assert not any("interface" in row for row in _written(tmp_path / "out")["problems"])

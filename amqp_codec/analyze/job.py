@@ -341,6 +341,7 @@ def write_tables(
     splits = plan_splits(files, split_bytes)
     _clear_tables(out)
     scans = mapper("scanning", scan_split, splits)
+    splits, scans = _whole_where_needed(mapper, splits, scans)
     splits, scans = _chain(splits, scans)
     plan = make_plan(scans, files, [s.file for s in splits], frozenset(ports))
     say(
@@ -350,6 +351,39 @@ def write_tables(
     tasks = _tasks(plan, splits, out, bodies)
     results = mapper("dissecting", run_task, tasks)
     return _finish(mapper, say, plan, splits, scans, results, out, bodies)
+
+
+def _whole_where_needed(
+    mapper: Mapper, splits: list[Split], scans: list[SplitScan]
+) -> tuple[list[Split], list[SplitScan]]:
+    """Files in which a split met a pcapng section or interface block after the first packet
+    are read again whole, in one split: a split starting after such a block misreads."""
+    from amqp_codec.analyze.scan import Split, scan_split
+
+    changed = {split.file for split, scan in zip(splits, scans, strict=True) if scan.layout_changed}
+    if not changed:
+        return splits, scans
+    kept: list[tuple[Split, SplitScan | None]] = []
+    for split, scan in zip(splits, scans, strict=True):
+        if split.file not in changed:
+            kept.append((split, scan))
+        elif not kept or kept[-1][0].file != split.file:
+            whole = Split(0, split.file, split.path, None, 0, os.path.getsize(split.path), 0, True)
+            kept.append((whole, None))
+    renumbered = [
+        Split(i, s.file, s.path, s.layout, s.start, s.end, s.first_packet, s.synced)
+        for i, (s, _) in enumerate(kept)
+    ]
+    again = mapper(
+        "scanning", scan_split, [renumbered[i] for i, (_, scan) in enumerate(kept) if scan is None]
+    )
+    redone = iter(again)
+    fixed: list[SplitScan] = []
+    for i, (_, first) in enumerate(kept):
+        scan = first if first is not None else next(redone)
+        scan.split = i
+        fixed.append(scan)
+    return renumbered, fixed
 
 
 def _chain(splits: list[Split], scans: list[SplitScan]) -> tuple[list[Split], list[SplitScan]]:
