@@ -35,7 +35,7 @@ from spark_support import (
     write_pcap,
 )
 
-from amqp_codec.analyze import run
+from amqp_codec.analyze import AnalyzeUsageError, run
 from amqp_codec.analyze.streams import REDACTED, connection_name, endpoints
 from amqp_codec.capture.packets import Segment, capture_files, read_capture
 from amqp_codec.capture.tcp import connection_key, reassemble, syn_servers
@@ -443,12 +443,12 @@ def test_bodies_are_kept_on_request(spark: Any, tmp_path: Path) -> None:
     assert [bytes(r["body"]) for r in rows] == [body]
 
 
-def test_no_captures_gives_empty_tables_and_a_report(spark: Any, tmp_path: Path) -> None:
+def test_no_captures_is_refused_before_spark_starts(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
-    summary = run([str(tmp_path / "empty")], str(tmp_path / "out"), spark=spark, progress=False)
-    assert summary.captures == 0
-    assert summary.counts == {"frames": 0, "messages": 0, "connections": 0, "problems": 0}
-    assert "no messages in the capture" in (tmp_path / "out" / "report.html").read_text()
+    (tmp_path / "empty" / "notes.txt").write_text("not a capture")
+    with pytest.raises(AnalyzeUsageError, match=r"no pcap or pcapng capture files in .*1 file"):
+        run(str(tmp_path / "empty"), str(tmp_path / "out"), progress=False)
+    assert not (tmp_path / "out").exists()
 
 
 # ------------------------------------------------------------------------------------------
@@ -565,4 +565,9 @@ def test_a_master_the_running_session_cannot_honour_is_refused(spark: Any, tmp_p
     # One SparkContext per process: running silently on the session already open would
     # report a cluster run that never happened.
     with pytest.raises(ValueError, match="already running"):
-        run([str(tmp_path)], str(tmp_path / "out"), master="spark://127.0.0.1:1", progress=False)
+        run(
+            [str(SAMPLES / "pika-session.pcap")],
+            str(tmp_path / "out"),
+            master="spark://127.0.0.1:1",
+            progress=False,
+        )

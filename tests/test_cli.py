@@ -162,7 +162,7 @@ def test_human_output_fields_and_nested_tables(
     # every field of a method, by spec name, reserved ones marked
     for line in [
         "    mechanism = 'PLAIN'",
-        "    response = b'\\x00guest\\x00guest'",
+        "    response = <redacted> (12 bytes)",
         "    locale = 'en_US'",
         "    frame-max = 4096",
         "    virtual-host = '/'",
@@ -268,7 +268,7 @@ def test_json_output(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None
     assert start_ok["channel"] == 0
     assert start_ok["method"] == "connection.start-ok"
     assert (start_ok["class_id"], start_ok["method_id"]) == (10, 11)
-    assert start_ok["fields"]["response"] == {"hex": b"\x00guest\x00guest".hex()}
+    assert start_ok["fields"]["response"] == "<redacted>"
     assert start_ok["fields"]["client-properties"] == [
         {"key": "product", "tag": "S", "value": "test"},
         {
@@ -724,7 +724,7 @@ def test_missing_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> Non
     assert f"amqp-codec: cannot read {missing}: " in err
     assert "No such file" in err
     assert f"=== {good}" in out  # the other file is still decoded
-    assert "=== total: 1 streams" in out
+    assert "=== total: 1 stream," in out
 
 
 def test_directory_is_an_io_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -749,7 +749,8 @@ def test_usage_errors(capsys: pytest.CaptureFixture[str], argv: list[str]) -> No
     status, out, err = run(capsys, *argv)
     assert status == 2
     assert out == ""
-    assert "usage: amqp-codec" in err
+    assert err.startswith("amqp-codec") and err.count("\n") == 1, err
+    assert "--help" in err
 
 
 def test_help(capsys: pytest.CaptureFixture[str]) -> None:

@@ -6,10 +6,14 @@ pcap/pcapng files in; Parquet tables (``frames``, ``messages``, ``connections``,
 
 * :mod:`~amqp_codec.analyze.job` wires the Spark stages and holds :func:`run`;
 * :mod:`~amqp_codec.analyze.streams` turns one connection's segments into rows;
+* :mod:`~amqp_codec.analyze.preflight` checks a run's arguments before Spark starts;
+* :mod:`~amqp_codec.analyze.output` moves a finished run's outputs into place;
+* :mod:`~amqp_codec.analyze.logs` keeps Spark's and Java's logs off the terminal;
 * :mod:`~amqp_codec.analyze.tables` lists the tables' columns;
 * :mod:`~amqp_codec.analyze.report` draws the report.
 """
 
 from amqp_codec.analyze.job import DEFAULT_PORTS, Summary, run
+from amqp_codec.analyze.preflight import AnalyzeUsageError
 
-__all__ = ["DEFAULT_PORTS", "Summary", "run"]
+__all__ = ["DEFAULT_PORTS", "AnalyzeUsageError", "Summary", "run"]

@@ -67,7 +67,10 @@ class Summary:
             f"analysed {self.captures} capture file{'s' if self.captures != 1 else ''} "
             f"({self.capture_bytes / 1e6:,.1f} MB) in {self.seconds:.1f} s",
         ]
-        lines += [f"  {name:<12} {count:>10,} rows" for name, count in self.counts.items()]
+        lines += [
+            f"  {name:<12} {count:>10,} row{'s' if count != 1 else ''}"
+            for name, count in self.counts.items()
+        ]
         lines.append(f"tables in {self.out}")
         lines.append(f"report: {self.report}")
         return "\n".join(lines)
@@ -213,11 +216,13 @@ class _Progress:
 _DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
-def _session(master: str | None, progress: bool) -> tuple[SparkSession, bool]:
+def _session(master: str | None, progress: bool, verbose: bool) -> tuple[SparkSession, bool]:
     """A session to run in, and whether it is ours to stop (not one already running)."""
     # Executors must run this interpreter (the one with amqp-codec installed), not "python3".
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
+
+    from amqp_codec.analyze.logs import jvm_stderr, quiet_py4j
 
     active = SparkSession.getActiveSession()
     if active is not None:
@@ -235,23 +240,29 @@ def _session(master: str | None, progress: bool) -> tuple[SparkSession, bool]:
         builder = builder.master(master)
     if "PYSPARK_GATEWAY_PORT" not in os.environ:  # this process starts the driver's JVM
         builder = builder.config("spark.driver.defaultJavaOptions", _DRIVER_JAVA_OPTIONS)
-    builder = builder.config("spark.ui.showConsoleProgress", "true" if progress else "false")
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("WARN")
+    # Spark's progress bar writes to the JVM's stderr, which is the log file unless verbose.
+    show_bar = "true" if progress and verbose else "false"
+    builder = builder.config("spark.ui.showConsoleProgress", show_bar)
+    quiet_py4j(verbose)
+    with jvm_stderr(verbose):  # Java's and log4j's lines go to the log file unless verbose
+        spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN" if verbose else "ERROR")
     return spark, True
 
 
 def run(
-    captures: Sequence[str | os.PathLike[str]],
+    captures: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     out: str | os.PathLike[str],
     *,
     master: str | None = None,
     ports: Collection[int] = DEFAULT_PORTS,
     bodies: bool = False,
     progress: bool = True,
+    overwrite: bool = False,
+    verbose: bool = False,
     spark: SparkSession | None = None,
 ) -> Summary:
-    """Analyse ``captures`` (pcap/pcapng files or folders of them) into the folder ``out``.
+    """Analyse ``captures`` (a pcap/pcapng file or folder, or a list of them) into ``out``.
 
     Args:
         master: Spark master URL (``local[4]``, ``spark://host:7077``); default: the one
@@ -259,51 +270,76 @@ def run(
         ports: server ports of AMQP connections; connections on other ports are analysed
             when their client starts with the AMQP protocol header.
         bodies: keep message bodies in the ``messages`` table (else only size and hash).
-        progress: show progress on standard error (Spark's progress bar and stage lines).
+        progress: show progress on standard error (stage lines; Spark's bar with ``verbose``).
+        overwrite: replace the outputs of a previous run in ``out`` (other files there are
+            kept); without it, an ``out`` that holds files is refused.
+        verbose: Spark's and Java's logs on standard error (else in a log file, see
+            :mod:`amqp_codec.analyze.logs`).
         spark: an existing session to run in (left running); default: one is created and
             stopped at the end.
 
-    Returns the :class:`Summary`. Unreadable captures, garbage streams and unknown protocols
-    are rows in ``problems``, not errors; an output folder that cannot be written raises.
+    Returns the :class:`Summary`. Everything that can be checked before Spark starts is
+    (:func:`~amqp_codec.analyze.preflight.preflight`): a missing input, no captures, an
+    ``out`` that is a file, not writable or not empty, no suitable Java, a bad ``master`` or
+    port raise :class:`~amqp_codec.analyze.preflight.AnalyzeUsageError`. Unreadable
+    captures, inputs skipped in folders (pipes, sockets...), garbage streams and unknown
+    protocols are rows in ``problems``, not errors. The outputs are written into a staging
+    folder and moved into ``out`` at the end: a failed run leaves ``out`` as it was.
     """
+    from amqp_codec.analyze.output import staged_output
+    from amqp_codec.analyze.preflight import preflight
+
+    checked = preflight(
+        captures, out, master=master, ports=ports, overwrite=overwrite, java=spark is None
+    )
     from pyspark import StorageLevel
 
-    from amqp_codec.analyze.report import write_report
+    from amqp_codec.analyze.report import REPORT_NAME, write_report
+    from amqp_codec.analyze.streams import capture_problem_row
     from amqp_codec.analyze.tables import TABLES, spark_schema
-    from amqp_codec.capture.packets import capture_files
+    from amqp_codec.capture.packets import CaptureProblem
 
     began = time.monotonic()
     say = _Progress(progress, sys.stderr)
-    out = os.fspath(out)  # rows and Spark paths take str, not pathlib.Path
-    files = capture_files([os.fspath(path) for path in captures])
-    size = sum(os.path.getsize(path) for path in files if os.path.isfile(path))
-    session, own = _session(master, progress) if spark is None else (spark, False)
-    port_set = frozenset(ports)
+    out, files, port_set = checked.out, checked.files, checked.ports
+    size = sum(os.path.getsize(path) for path in files)
+    skipped = [
+        capture_problem_row(CaptureProblem(s.capture, None, s.kind, s.detail))
+        for s in checked.skipped
+    ]
+    session, own = _session(master, progress, verbose) if spark is None else (spark, False)
     try:
         sc = session.sparkContext
-        say(f"{len(files)} capture files, {sc.defaultParallelism} cores; reading segments")
+        say(
+            f"{len(files)} capture file{'s' if len(files) != 1 else ''}, "
+            f"{sc.defaultParallelism} cores; reading segments"
+        )
         parts = max(1, len(files), -(-size // _PARTITION_BYTES))
         pieces = sc.parallelize(list(enumerate(files)), max(1, len(files))).flatMap(_extract)
         rows = pieces.partitionBy(parts, _partition).mapPartitions(
             partial(_analyze_partition, files=files, ports=port_set, bodies=bodies)
         )
+        if skipped:  # inputs preflight skipped (pipes, sockets...): problems rows
+            rows = rows.union(sc.parallelize(skipped, 1))
         rows.persist(StorageLevel.MEMORY_AND_DISK)
-        try:
-            # One job computes every row (into the cache) and counts them per table: the
-            # counts are exactly the rows each table is written with, without reading the
-            # tables back.
-            say("reassembling and decoding connections")
-            found = rows.map(_table_name).countByValue()
-            counts = {name: found.get(name, 0) for name in TABLES}
-            for name, columns in TABLES.items():
-                say(f"writing {name}")
-                table = rows.filter(partial(_in_table, name)).map(_row)
-                frame = session.createDataFrame(table, spark_schema(columns))
-                frame.write.mode("overwrite").parquet(os.path.join(out, name))
-        finally:
-            rows.unpersist()
-        say("writing report.html")
-        report = write_report(session, out, counts)
+        with staged_output(out) as staging:
+            try:
+                # One job computes every row (into the cache) and counts them per table: the
+                # counts are exactly the rows each table is written with, without reading the
+                # tables back.
+                say("reassembling and decoding connections")
+                found = rows.map(_table_name).countByValue()
+                counts = {name: found.get(name, 0) for name in TABLES}
+                for name, columns in TABLES.items():
+                    say(f"writing {name}")
+                    table = rows.filter(partial(_in_table, name)).map(_row)
+                    frame = session.createDataFrame(table, spark_schema(columns))
+                    frame.write.mode("overwrite").parquet(os.path.join(staging, name))
+            finally:
+                rows.unpersist()
+            say("writing report.html")
+            write_report(session, staging, counts)
+        report = os.path.join(out, REPORT_NAME)
     finally:
         if own:
             session.stop()
@@ -357,7 +393,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--bodies", action="store_true", help="keep message bodies in the messages table"
     )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace a previous analysis in --out (other files there are kept)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress output, only the summary")
+    parser.add_argument(
+        "--verbose", action="store_true", help="show Spark's and Java's logs (else in a log file)"
+    )
 
 
 def run_from_args(args: argparse.Namespace, out: TextIO) -> int:
@@ -369,6 +413,8 @@ def run_from_args(args: argparse.Namespace, out: TextIO) -> int:
         ports=args.ports or DEFAULT_PORTS,
         bodies=args.bodies,
         progress=not args.quiet,
+        overwrite=args.overwrite,
+        verbose=args.verbose,
     )
     out.write(summary.text() + "\n")
     out.flush()
@@ -381,7 +427,14 @@ def main(argv: list[str] | None = None) -> int:
         prog="amqp-codec-analyze", description="Analyse AMQP capture files on Spark."
     )
     add_arguments(parser)
-    return run_from_args(parser.parse_args(argv), sys.stdout)
+    from amqp_codec.analyze.preflight import AnalyzeUsageError
+
+    args = parser.parse_args(argv)
+    try:
+        return run_from_args(args, sys.stdout)
+    except AnalyzeUsageError as exc:
+        print(f"amqp-codec-analyze: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

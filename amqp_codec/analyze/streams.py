@@ -40,6 +40,7 @@ from ..capture.tcp import (
     reassemble,
     syn_servers,
 )
+from ..credentials import secret_fields
 from ..dissect import (
     PROTOCOL_HEADER_NAME,
     FrameEvent,
@@ -145,11 +146,13 @@ def capture_problem_row(problem: CaptureProblem) -> Row:
 
 
 def method_fields(method: Method) -> dict[str, Any]:
-    """A method's fields by spec name, JSON-ready, credentials redacted."""
-    fields = {spec.name: _json_value(getattr(method, spec.attr)) for spec in type(method).FIELDS}
-    if method.NAME in _SECRET_METHODS and "response" in fields:
-        fields["response"] = REDACTED
-    return fields
+    """A method's fields by spec name, JSON-ready, credentials redacted (the fields
+    :func:`amqp_codec.credentials.secret_fields` names)."""
+    hidden = secret_fields(method)
+    return {
+        spec.name: REDACTED if spec.name in hidden else _json_value(getattr(method, spec.attr))
+        for spec in type(method).FIELDS
+    }
 
 
 def frame_fields(frame: Frame) -> dict[str, Any] | None:
