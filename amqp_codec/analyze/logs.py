@@ -60,6 +60,21 @@ def jvm_stderr(verbose: bool) -> Iterator[None]:
         os.close(saved)
 
 
+def _not_py4j(record: logging.LogRecord) -> bool:
+    return not record.name.startswith("py4j") and f"{os.sep}py4j{os.sep}" not in record.pathname
+
+
 def quiet_py4j(verbose: bool) -> None:
-    """py4j's own loggers (tracebacks on an interrupted call) only with ``verbose``."""
-    logging.getLogger("py4j").setLevel(logging.NOTSET if verbose else logging.CRITICAL)
+    """py4j's log records (tracebacks when Ctrl-C interrupts a call) only with ``verbose``.
+
+    py4j logs some of them with ``logging.exception()`` on the root logger, which also
+    gives the root logger a handler printing to standard error: a filter on the root logger
+    drops records made in py4j's modules, and leaves everyone else's alone.
+    """
+    root = logging.getLogger()
+    if verbose:
+        root.removeFilter(_not_py4j)
+        logging.getLogger("py4j").setLevel(logging.NOTSET)
+    else:
+        root.addFilter(_not_py4j)  # added once, however often called
+        logging.getLogger("py4j").setLevel(logging.CRITICAL)
