@@ -465,7 +465,6 @@ def _bug(exc: BaseException, err: TextIO) -> int:
 
 def _analyze(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     try:
-        import plotly  # noqa: F401
         import pyspark  # noqa: F401
     except ImportError as exc:
         err.write(f"amqp-codec analyze needs the 'analyze' extra ('amqp-codec[analyze]'): {exc}\n")

@@ -1,8 +1,8 @@
 """Capture analysis on Spark: ``amqp-codec analyze CAPTURES... --out DIR``.
 
 pcap/pcapng files in; Parquet tables (``frames``, ``messages``, ``connections``,
-``problems``) and a self-contained ``report.html`` out. Needs the ``analyze`` extra
-(pyspark, plotly); the codec itself does not.
+``problems``), ``summary.json`` and a self-contained ``report.html`` out. Needs the
+``analyze`` extra (pyspark) and Java 17 or newer; the codec itself does not.
 
 * :mod:`~amqp_codec.analyze.job` wires the Spark stages and holds :func:`run`;
 * :mod:`~amqp_codec.analyze.streams` turns one connection's segments into rows;
@@ -10,7 +10,8 @@ pcap/pcapng files in; Parquet tables (``frames``, ``messages``, ``connections``,
 * :mod:`~amqp_codec.analyze.output` moves a finished run's outputs into place;
 * :mod:`~amqp_codec.analyze.logs` keeps Spark's and Java's logs off the terminal;
 * :mod:`~amqp_codec.analyze.tables` lists the tables' columns;
-* :mod:`~amqp_codec.analyze.report` draws the report.
+* :mod:`~amqp_codec.analyze.report` computes ``summary.json`` and renders the report from it,
+  with :mod:`~amqp_codec.analyze.charts` (inline SVG).
 """
 
 from amqp_codec.analyze.job import DEFAULT_PORTS, Summary, run

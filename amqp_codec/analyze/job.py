@@ -338,7 +338,7 @@ def run(
             finally:
                 rows.unpersist()
             say("writing report.html")
-            write_report(session, staging, counts)
+            write_report(session, staging, counts, files)
         report = os.path.join(out, REPORT_NAME)
     finally:
         if own:
