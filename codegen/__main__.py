@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 from .compare import render_versions
 from .loader import load
@@ -57,8 +58,15 @@ def write_files(files: dict[str, str], out: Path, check: bool) -> list[str]:
     return stale
 
 
+class _Parser(argparse.ArgumentParser):
+    """A usage error is one line and exit status 2, like a problem in the spec."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"codegen: {message} (see python -m codegen --help)\n")
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m codegen", description=__doc__)
+    parser = _Parser(prog="python -m codegen", description=__doc__)
     parser.add_argument("--spec", type=Path, help="spec XML (default: every built-in target)")
     parser.add_argument("--overlay", type=Path, help="overlay XML applied on top of --spec")
     parser.add_argument("--out", type=Path, help="package directory to write (with --spec)")
