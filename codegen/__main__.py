@@ -1,7 +1,8 @@
 """``python -m codegen``: write (or with ``--check``, verify) generated protocol packages.
 
-With no arguments every package in :data:`TARGETS` is regenerated, and
-``docs/protocol-versions.md`` compares their models. ``--spec FILE --out DIR``
+With no arguments every package in :data:`TARGETS` is regenerated,
+``docs/protocol-versions.md`` compares their models and ``docs/tables.md`` describes the
+analysis tables from their schema (``amqp_codec/analyze/tables.py``). ``--spec FILE --out DIR``
 (plus an optional ``--overlay FILE``) generates one package from any spec XML.
 """
 
@@ -28,6 +29,8 @@ TARGETS = [
 
 # The comparison of every target's model (see compare.py), written with the packages.
 VERSIONS_DOC = ROOT / "docs" / "protocol-versions.md"
+# The analysis tables' columns, from their schema (amqp_codec/analyze/tables.py).
+TABLES_DOC = ROOT / "docs" / "tables.md"
 
 
 def generate(
@@ -88,8 +91,10 @@ def main(argv: list[str] | None = None) -> int:
             for p in generate(spec, overlay, out, args.check, models)
         ]
         if args.spec is None:  # the built-in targets: also the version comparison
-            doc = {VERSIONS_DOC.name: render_versions(models)}
-            stale += write_files(doc, VERSIONS_DOC.parent, args.check)
+            from amqp_codec.analyze.tables import markdown
+
+            docs = {VERSIONS_DOC.name: render_versions(models), TABLES_DOC.name: markdown()}
+            stale += write_files(docs, VERSIONS_DOC.parent, args.check)
     except ModelError as exc:
         print(f"codegen: {exc}", file=sys.stderr)
         return 2
