@@ -970,3 +970,79 @@ def test_v0_8_output(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None
     }
     close = [o for o in objs if o.get("method") == "connection.close"]
     assert close and close[0]["fields"]["method-id"] == 50
+
+
+# -- pcap files given to decode ------------------------------------------------------------
+
+
+def _decode_subprocess(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "amqp_codec", "decode", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_decode_reads_the_amqp_connections_of_a_pcap(tmp_path: Path, compress: bool) -> None:
+    import gzip
+
+    sample = REPO / "samples" / "pika-session.pcap"
+    path = tmp_path / ("session.pcap.gz" if compress else "session.pcap")
+    data = sample.read_bytes()
+    path.write_bytes(gzip.compress(data) if compress else data)
+    result = _decode_subprocess(str(path))
+    assert result.returncode == 0, result.stderr
+    heads = [line for line in result.stdout.splitlines() if line.startswith("=== ")]
+    assert len(heads) == 3  # client, server, total
+    assert heads[0].endswith(" client") and heads[1].endswith(" server")
+    assert ":5672 client" in heads[0]
+    assert "connection.start-ok" in result.stdout and "connection.start (10.10)" in result.stdout
+    assert "<redacted>" in result.stdout
+    assert "guest\\x00guest" not in result.stdout
+
+
+def test_decode_names_a_corrupt_gzip(tmp_path: Path) -> None:
+    path = tmp_path / "broken.pcap.gz"
+    path.write_bytes(b"\x1f\x8b\x08\x00" + b"\xff" * 40)
+    result = _decode_subprocess(str(path))
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert result.stderr.count("\n") == 1
+    assert "corrupt gzip file" in result.stderr and "empty" not in result.stderr
+
+
+def test_decode_of_a_pcap_without_amqp_points_to_analyze(tmp_path: Path) -> None:
+    import dpkt
+
+    tcp = dpkt.tcp.TCP(sport=40000, dport=80, seq=1, flags=dpkt.tcp.TH_ACK, data=b"GET / HTTP/1.1")
+    ip = dpkt.ip.IP(src=b"\x0a\x00\x00\x01", dst=b"\x0a\x00\x00\x02", p=6, data=tcp)
+    ip.len = len(ip)
+    eth = dpkt.ethernet.Ethernet(type=dpkt.ethernet.ETH_TYPE_IP, data=ip)
+    path = tmp_path / "web.pcap"
+    with open(path, "wb") as out:
+        dpkt.pcap.Writer(out).writepkt(bytes(eth), ts=1.0)
+    result = _decode_subprocess(str(path))
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr and result.stderr.count("\n") == 1
+    assert "no AMQP connections" in result.stderr and "amqp-codec analyze" in result.stderr
+
+
+def test_version_and_help_name_the_versions() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "amqp_codec", "--version"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
+        timeout=60,
+    )
+    assert result.returncode == 0
+    assert result.stdout.startswith("amqp-codec ")
+    for version in ("0-9-1", "0-8", "99-0"):
+        assert version in result.stdout
+    parser_help = cli.build_parser().format_help()
+    assert "0-9-1, 0-8 and the 0-10 draft 99-0" in " ".join(parser_help.split())
