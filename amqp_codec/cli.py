@@ -29,6 +29,7 @@ are read in 64 KiB chunks and fed to a :class:`~amqp_codec.dissect.StreamDissect
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import traceback
@@ -463,6 +464,13 @@ def _bug(exc: BaseException, err: TextIO) -> int:
     return EXIT_BUG
 
 
+def _forget_log() -> None:
+    from .analyze.logs import log_path
+
+    with contextlib.suppress(OSError):
+        os.remove(log_path())
+
+
 def _analyze(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     try:
         import pyspark  # noqa: F401
@@ -472,7 +480,9 @@ def _analyze(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .analyze.preflight import AnalyzeUsageError
 
     try:
-        return run_from_args(args, out)
+        status = run_from_args(args, out)
+        _forget_log()  # a clean run's Spark and Java logs are of no use to anyone
+        return status
     except AnalyzeUsageError as exc:
         err.write(f"amqp-codec analyze: {exc}\n")
         return EXIT_ERROR

@@ -233,6 +233,19 @@ def test_inputs_that_would_hang_or_loop_are_skipped_unopened(tmp_path: Path) -> 
     assert all(s.detail for s in skipped)
 
 
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads every file")
+def test_an_unreadable_file_in_a_folder_is_skipped(tmp_path: Path) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    shutil.copy(SAMPLE, folder / "a.pcap")
+    locked = folder / "locked.pcap"
+    shutil.copy(SAMPLE, locked)
+    locked.chmod(0)
+    files, skipped = resolve_captures(str(folder))
+    assert files == [str(folder / "a.pcap")]
+    assert [(s.capture, s.kind) for s in skipped] == [(str(locked), "unreadable")]
+
+
 def test_a_named_pipe_or_device_given_directly_is_refused(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "pipe")
     with pytest.raises(AnalyzeUsageError, match="is a named pipe"):

@@ -26,6 +26,7 @@ output folder must be the same on every machine: a shared file system).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -307,22 +308,24 @@ def run(
         capture_problem_row(CaptureProblem(s.capture, None, s.kind, s.detail))
         for s in checked.skipped
     ]
-    session, own = _session(master, progress, verbose) if spark is None else (spark, False)
-    try:
-        sc = session.sparkContext
-        say(
-            f"{len(files)} capture file{'s' if len(files) != 1 else ''}, "
-            f"{sc.defaultParallelism} cores; reading segments"
-        )
-        parts = max(1, len(files), -(-size // _PARTITION_BYTES))
-        pieces = sc.parallelize(list(enumerate(files)), max(1, len(files))).flatMap(_extract)
-        rows = pieces.partitionBy(parts, _partition).mapPartitions(
-            partial(_analyze_partition, files=files, ports=port_set, bodies=bodies)
-        )
-        if skipped:  # inputs preflight skipped (pipes, sockets...): problems rows
-            rows = rows.union(sc.parallelize(skipped, 1))
-        rows.persist(StorageLevel.MEMORY_AND_DISK)
-        with staged_output(out) as staging:
+    # The session is stopped before a failed run's staging folder is removed: no task of it
+    # is left writing there.
+    with staged_output(out) as staging:
+        session, own = _session(master, progress, verbose) if spark is None else (spark, False)
+        try:
+            sc = session.sparkContext
+            say(
+                f"{len(files)} capture file{'s' if len(files) != 1 else ''}, "
+                f"{sc.defaultParallelism} cores; reading segments"
+            )
+            parts = max(1, len(files), -(-size // _PARTITION_BYTES))
+            pieces = sc.parallelize(list(enumerate(files)), max(1, len(files))).flatMap(_extract)
+            rows = pieces.partitionBy(parts, _partition).mapPartitions(
+                partial(_analyze_partition, files=files, ports=port_set, bodies=bodies)
+            )
+            if skipped:  # inputs preflight skipped (pipes, sockets...): problems rows
+                rows = rows.union(sc.parallelize(skipped, 1))
+            rows.persist(StorageLevel.MEMORY_AND_DISK)
             try:
                 # One job computes every row (into the cache) and counts them per table: the
                 # counts are exactly the rows each table is written with, without reading the
@@ -339,10 +342,15 @@ def run(
                 rows.unpersist()
             say("writing report.html")
             write_report(session, staging, counts, files)
-        report = os.path.join(out, REPORT_NAME)
-    finally:
-        if own:
-            session.stop()
+        except BaseException:
+            if not own:  # a session we leave running: no job of this run goes on in it
+                with contextlib.suppress(Exception):
+                    session.sparkContext.cancelAllJobs()
+            raise
+        finally:
+            if own:
+                session.stop()
+    report = os.path.join(out, REPORT_NAME)
     summary = Summary(
         out=out,
         captures=len(files),
