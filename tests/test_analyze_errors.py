@@ -233,6 +233,17 @@ def test_inputs_that_would_hang_or_loop_are_skipped_unopened(tmp_path: Path) -> 
     assert all(s.detail for s in skipped)
 
 
+def test_a_corrupt_gzip_is_called_that(tmp_path: Path, captures: Path) -> None:
+    broken = tmp_path / "broken.pcap.gz"
+    broken.write_bytes(b"\x1f\x8b\x08\x00" + b"\xff" * 40)
+    result = refused(tmp_path, str(broken), "--out", str(tmp_path / "out"))
+    assert_one_line_error(result, 2, "corrupt gzip file", str(broken))
+    assert "empty" not in result.stderr
+    files, skipped = resolve_captures([str(broken), str(captures)])
+    assert files == [str(captures / SAMPLE.name)]
+    assert [(s.capture, s.kind) for s in skipped] == [(str(broken), "corrupt-gzip")]
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads every file")
 def test_an_unreadable_file_in_a_folder_is_skipped(tmp_path: Path) -> None:
     folder = tmp_path / "in"

@@ -283,13 +283,13 @@ def resolve_captures(
     """The capture files named by ``captures`` (files, or folders walked recursively).
 
     A file named directly is kept whatever its content (the job reports a file that is not
-    a capture as a ``problems`` row), but it must exist, be readable and be a regular file.
+    a capture as a ``problems`` row), but it must exist, be readable and be a regular file;
+    a gzip file whose stream is corrupt from the start is skipped as ``corrupt-gzip``.
     Raises :class:`AnalyzeUsageError` when nothing is left to read.
     """
     found: set[str] = set()
     skipped: list[Skipped] = []
     others = 0
-    folders: list[str] = []
     for path in _as_paths(captures):
         try:
             info = os.stat(path)
@@ -307,16 +307,21 @@ def resolve_captures(
             found.update(walk.files)
             skipped += walk.skipped
             others += walk.others
-            folders.append(path)
             continue
         kind = _kind_of(info.st_mode)
         if kind is not None:
             raise AnalyzeUsageError(f"{path} is {_KIND_WORDS[kind]}, not a capture file")
         if not os.access(path, os.R_OK):
             raise AnalyzeUsageError(f"cannot read {path}: permission denied")
+        magic, why = _magic(path)
+        if magic is None and why is not None and "gzip" in why:
+            skipped.append(Skipped(path, "corrupt-gzip", f"corrupt gzip file: {why}"))
+            continue
         found.add(path)
+    if not found and len(skipped) == 1 and not others:
+        raise AnalyzeUsageError(f"nothing to read: {skipped[0].capture}: {skipped[0].detail}")
     if not found:
-        what = ", ".join(folders)
+        what = ", ".join(_as_paths(captures))
         reasons = []
         if others:
             reasons.append(f"{_plural(others, 'file')} not pcap/pcapng")
