@@ -471,6 +471,13 @@ def _forget_log() -> None:
         os.remove(log_path())
 
 
+def _stopped(err: TextIO) -> int:
+    """Ctrl-C: Spark was stopped and the staging folder removed on the way out."""
+    _forget_log()
+    err.write("amqp-codec analyze: interrupted; Spark stopped, --out left as it was\n")
+    return EXIT_INTERRUPTED
+
+
 def _analyze(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     try:
         import pyspark  # noqa: F401
@@ -487,18 +494,15 @@ def _analyze(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         err.write(f"amqp-codec analyze: {exc}\n")
         return EXIT_ERROR
     except KeyboardInterrupt:
-        err.write("amqp-codec analyze: interrupted; Spark stopped, --out left as it was\n")
-        return EXIT_INTERRUPTED
+        return _stopped(err)
     except OSError as exc:
         if _interrupted(exc):
-            err.write("amqp-codec analyze: interrupted; Spark stopped, --out left as it was\n")
-            return EXIT_INTERRUPTED
+            return _stopped(err)
         err.write(f"amqp-codec analyze: {exc}\n")
         return EXIT_ERROR
     except Exception as exc:
         if _interrupted(exc):
-            err.write("amqp-codec analyze: interrupted; Spark stopped, --out left as it was\n")
-            return EXIT_INTERRUPTED
+            return _stopped(err)
         if args.verbose:
             traceback.print_exception(exc, file=err)
         return _bug(exc, err)

@@ -384,15 +384,19 @@ def test_a_bug_is_one_line_naming_the_log_file(
 # ------------------------------------------------------------------------------------------
 
 
-def test_interrupt_stops_spark_and_leaves_out_untouched(tmp_path: Path, captures: Path) -> None:
+def test_interrupt_stops_spark_and_leaves_out_untouched(
+    tmp_path: Path, captures: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     out = tmp_path / "out"
     before = snapshot(tmp_path)
+    temp = tmp_path_factory.mktemp("temp")  # where the log file goes
     proc = subprocess.Popen(
         [sys.executable, "-m", "amqp_codec", "analyze", str(captures), "--out", str(out)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         cwd=REPO,
+        env={**os.environ, "TMPDIR": str(temp)},
         start_new_session=True,  # Ctrl-C reaches the whole process group, as in a terminal
     )
     assert proc.stderr is not None
@@ -411,6 +415,7 @@ def test_interrupt_stops_spark_and_leaves_out_untouched(tmp_path: Path, captures
     lines = [line for line in rest.splitlines() if not line.startswith("[amqp-codec analyze")]
     assert lines == ["amqp-codec analyze: interrupted; Spark stopped, --out left as it was"]
     assert snapshot(tmp_path) == before  # no output, no staging folder left behind
+    assert not list(temp.glob("amqp-codec-analyze-*.log"))  # nothing worth keeping
 
 
 def test_quiet_run_then_overwrite_keeps_the_users_files(tmp_path: Path, captures: Path) -> None:
