@@ -19,6 +19,7 @@ from typing import Any, TextIO
 from uuid import UUID
 
 from .base import FieldSpec, Method, Properties
+from .credentials import REDACTED, redacted_text, secret_fields
 from .dissect import PROTOCOL_HEADER_NAME, FileStats, Problem, class_name
 from .frames import (
     FRAME_BODY,
@@ -70,9 +71,11 @@ _DETECTED_BY_TEXT = {
 class Reporter:
     """Receives what the dissector finds and writes it out."""
 
-    def __init__(self, out: TextIO, body_preview: int) -> None:
+    def __init__(self, out: TextIO, body_preview: int, *, show_secrets: bool = False) -> None:
         self.out = out
         self.body_preview = body_preview
+        #: Show credential fields (:mod:`amqp_codec.credentials`) instead of redacting them.
+        self.show_secrets = show_secrets
 
     def start_file(self, name: str) -> None:
         """A new stream begins."""
@@ -252,15 +255,21 @@ def _value_lines(label: str, value: Any, indent: str, lines: list[str]) -> None:
     lines.append(f"{indent}{label} = {_human_scalar(value)}")
 
 
-def _method_lines(head: str, method: Method) -> list[str]:
-    """A method frame's head line and one line per field."""
+def _method_lines(head: str, method: Method, show_secrets: bool = False) -> list[str]:
+    """A method frame's head line and one line per field (credentials redacted unless
+    ``show_secrets``)."""
     lines = [head.format("METHOD") + f" {method.NAME} ({method.CLASS_ID}.{method.METHOD_ID})"]
-    lines += _field_lines(type(method).FIELDS, method, "    ", only_present=False)
+    hidden = frozenset() if show_secrets else secret_fields(method)
+    lines += _field_lines(type(method).FIELDS, method, "    ", only_present=False, hidden=hidden)
     return lines
 
 
 def _field_lines(
-    specs: Sequence[FieldSpec], obj: Any, indent: str, only_present: bool
+    specs: Sequence[FieldSpec],
+    obj: Any,
+    indent: str,
+    only_present: bool,
+    hidden: frozenset[str] = frozenset(),
 ) -> list[str]:
     lines: list[str] = []
     for spec in specs:
@@ -270,6 +279,9 @@ def _field_lines(
         label = spec.name
         if spec.reserved:
             label += " [reserved]"
+        if spec.name in hidden:
+            lines.append(f"{indent}{label} = {redacted_text(value)}")
+            continue
         if spec.wire_type == "rfc1982-long-set":
             lines.append(f"{indent}{label} = {_ranges(value)}")
             continue
@@ -302,7 +314,7 @@ class HumanReporter(Reporter):
         head = f"{at}  {{:<9}} ch={frame.channel:<5} size={size:<7}"
         lines: list[str]
         if isinstance(frame, MethodFrame):
-            lines = _method_lines(head, frame.method)
+            lines = _method_lines(head, frame.method, self.show_secrets)
         elif isinstance(frame, ContentHeaderFrame):
             props = frame.properties
             named = class_name(spec, frame.class_id)
@@ -329,7 +341,7 @@ class HumanReporter(Reporter):
             head += f" track={frame.track}"
         lines: list[str]
         if isinstance(frame, DraftMethodFrame):
-            lines = _method_lines(head, frame.method)
+            lines = _method_lines(head, frame.method, self.show_secrets)
         elif isinstance(frame, DraftHeaderFrame):
             lines = [head.format("HEADER") + f" {_count(len(frame.structs), 'struct', 'structs')}"]
             for struct in frame.structs:
@@ -376,7 +388,7 @@ class HumanReporter(Reporter):
         by_type = ", ".join(f"{k} {v}" for k, v in sorted(stats.by_type.items())) or "none"
         methods = ", ".join(f"{k} {v}" for k, v in sorted(stats.methods.items())) or "none"
         self.out.write(
-            f"--- summary for {display_name(stats.name)}: {stats.bytes} bytes, "
+            f"--- summary for {display_name(stats.name)}: {_count(stats.bytes, 'byte', 'bytes')}, "
             f"{_count(stats.frames, 'frame', 'frames')}, "
             f"{_count(stats.problems, 'problem', 'problems')}\n"
             f"    frames by type: {by_type}\n"
@@ -386,8 +398,10 @@ class HumanReporter(Reporter):
 
     def total(self, stats: Sequence[FileStats]) -> None:
         self.out.write(
-            f"=== total: {len(stats)} streams, {sum(s.bytes for s in stats)} bytes, "
-            f"{sum(s.frames for s in stats)} frames, {sum(s.problems for s in stats)} problems\n"
+            f"=== total: {_count(len(stats), 'stream', 'streams')}, "
+            f"{_count(sum(s.bytes for s in stats), 'byte', 'bytes')}, "
+            f"{_count(sum(s.frames for s in stats), 'frame', 'frames')}, "
+            f"{_count(sum(s.problems for s in stats), 'problem', 'problems')}\n"
         )
 
 
@@ -444,6 +458,14 @@ def json_struct(struct: PackedStruct) -> dict[str, Any]:
 class JsonReporter(Reporter):
     """One JSON object per line; every object has ``kind`` and ``file``."""
 
+    def _fields(self, method: Method) -> dict[str, Any]:
+        """A method's fields by spec name; credentials redacted unless ``show_secrets``."""
+        hidden = frozenset() if self.show_secrets else secret_fields(method)
+        return {
+            s.name: REDACTED if s.name in hidden else _json_field(s, getattr(method, s.attr))
+            for s in type(method).FIELDS
+        }
+
     def _emit(self, obj: dict[str, Any]) -> None:
         self.out.write(json.dumps(obj, allow_nan=False, separators=(",", ":")) + "\n")
 
@@ -481,7 +503,7 @@ class JsonReporter(Reporter):
                 method=method.NAME,
                 class_id=method.CLASS_ID,
                 method_id=method.METHOD_ID,
-                fields={s.name: _json_value(getattr(method, s.attr)) for s in specs},
+                fields=self._fields(method),
                 reserved=[s.name for s in specs if s.reserved],
             )
         elif isinstance(frame, ContentHeaderFrame):
@@ -531,7 +553,7 @@ class JsonReporter(Reporter):
                 method=method.NAME,
                 class_id=method.CLASS_ID,
                 method_id=method.METHOD_ID,
-                fields={s.name: _json_field(s, getattr(method, s.attr)) for s in specs},
+                fields=self._fields(method),
                 reserved=[s.name for s in specs if s.reserved],
             )
         elif isinstance(frame, DraftHeaderFrame):

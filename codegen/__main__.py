@@ -1,7 +1,8 @@
 """``python -m codegen``: write (or with ``--check``, verify) generated protocol packages.
 
-With no arguments every package in :data:`TARGETS` is regenerated, and
-``docs/protocol-versions.md`` compares their models. ``--spec FILE --out DIR``
+With no arguments every package in :data:`TARGETS` is regenerated,
+``docs/protocol-versions.md`` compares their models and ``docs/tables.md`` describes the
+analysis tables from their schema (``amqp_codec/analyze/tables.py``). ``--spec FILE --out DIR``
 (plus an optional ``--overlay FILE``) generates one package from any spec XML.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 from .compare import render_versions
 from .loader import load
@@ -27,6 +29,8 @@ TARGETS = [
 
 # The comparison of every target's model (see compare.py), written with the packages.
 VERSIONS_DOC = ROOT / "docs" / "protocol-versions.md"
+# The analysis tables' columns, from their schema (amqp_codec/analyze/tables.py).
+TABLES_DOC = ROOT / "docs" / "tables.md"
 
 
 def generate(
@@ -57,8 +61,15 @@ def write_files(files: dict[str, str], out: Path, check: bool) -> list[str]:
     return stale
 
 
+class _Parser(argparse.ArgumentParser):
+    """A usage error is one line and exit status 2, like a problem in the spec."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"codegen: {message} (see python -m codegen --help)\n")
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m codegen", description=__doc__)
+    parser = _Parser(prog="python -m codegen", description=__doc__)
     parser.add_argument("--spec", type=Path, help="spec XML (default: every built-in target)")
     parser.add_argument("--overlay", type=Path, help="overlay XML applied on top of --spec")
     parser.add_argument("--out", type=Path, help="package directory to write (with --spec)")
@@ -80,8 +91,10 @@ def main(argv: list[str] | None = None) -> int:
             for p in generate(spec, overlay, out, args.check, models)
         ]
         if args.spec is None:  # the built-in targets: also the version comparison
-            doc = {VERSIONS_DOC.name: render_versions(models)}
-            stale += write_files(doc, VERSIONS_DOC.parent, args.check)
+            from amqp_codec.analyze.tables import markdown
+
+            docs = {VERSIONS_DOC.name: render_versions(models), TABLES_DOC.name: markdown()}
+            stale += write_files(docs, VERSIONS_DOC.parent, args.check)
     except ModelError as exc:
         print(f"codegen: {exc}", file=sys.stderr)
         return 2

@@ -266,9 +266,22 @@ def _assert_text(el: _Element) -> str:
     return " ".join(f"{k}={v}" for k, v in el.attrib.items() if k != "_source")
 
 
+def _readable(path: Path) -> None:
+    """A spec or overlay that cannot be read is a :class:`ModelError` naming it (lxml would
+    raise a bare ``OSError`` from deep inside its parser)."""
+    try:
+        with open(path, "rb") as file:
+            file.read(1)
+    except OSError as exc:
+        raise ModelError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
 def load(spec_path: Path, overlay_path: Path | None = None) -> Spec:
     """Parse ``spec_path`` (plus ``overlay_path``) into a validated :class:`Spec`."""
     parser = etree.XMLParser(remove_blank_text=False, resolve_entities=False, no_network=True)
+    _readable(spec_path)
+    if overlay_path is not None:
+        _readable(overlay_path)
     try:
         tree = etree.parse(str(spec_path), parser)
     except etree.XMLSyntaxError as exc:

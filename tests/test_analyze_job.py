@@ -14,7 +14,7 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 from contextlib import redirect_stdout
 from dataclasses import dataclass
@@ -35,9 +35,10 @@ from spark_support import (
     write_pcap,
 )
 
-from amqp_codec.analyze import run
+from amqp_codec.analyze import AnalyzeUsageError, run
+from amqp_codec.analyze.preflight import resolve_captures
 from amqp_codec.analyze.streams import REDACTED, connection_name, endpoints
-from amqp_codec.capture.packets import Segment, capture_files, read_capture
+from amqp_codec.capture.packets import Segment, read_capture
 from amqp_codec.capture.tcp import connection_key, reassemble, syn_servers
 from amqp_codec.cli import main
 from amqp_codec.dissect import StreamDissector
@@ -50,6 +51,8 @@ __all__ = ["spark"]  # the session fixture, imported for pytest
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
 AMQPLAIN_PASSWORD = b"amqplain-Pa55"
+TOKEN = b"oauth2-token-t0k3n"
+FANOUT_BODY = b"fanout body " * 1000
 
 
 @dataclass
@@ -137,7 +140,32 @@ def _built_captures(folder: Path) -> tuple[dict[str, Conversation], list[str]]:
     noise.send("client", bytes((i * 37 + 11) % 251 for i in range(3000)))
     built["garbage"] = noise
 
+    # One message published once and delivered to two consumers; a token refreshed.
+    fanout = Conversation(client=("10.1.0.13", 40013), ts=1_700_000_600.0).handshake()
+    client, server = opening((1, 2))
+    fanout.send("client", client).send("server", server)
+    fanout.send("client", frames(MethodFrame(0, Connection.UpdateSecret(new_secret=TOKEN))))
+    fanout.send("client", frames(*message_frames(1, "events", "user.created", FANOUT_BODY)))
+    for channel in (1, 2):
+        fanout.send(
+            "server",
+            frames(
+                MethodFrame(
+                    channel,
+                    Basic.Deliver(
+                        consumer_tag=f"c{channel}",
+                        delivery_tag=1,
+                        exchange="events",
+                        routing_key="user.created",
+                    ),
+                ),
+                *message_frames(channel, "", "", FANOUT_BODY)[1:],
+            ),
+        )
+    built["fanout"] = fanout
+
     write_pcap(folder / "built.pcap", *built.values())
+    os.mkfifo(folder / "live.pcap")  # a pipe someone left: skipped, never opened
     # A capture cut in the middle of a packet record.
     whole = write_pcap(folder / "whole.tmp", built["multi"]).read_bytes()
     (folder / "truncated.pcap").write_bytes(whole[: len(whole) - 50])
@@ -233,7 +261,7 @@ def _table_frames(analysis: Analysis, connection: str, direction: str) -> list[d
 def _streams_of(paths: list[str]) -> Iterator[tuple[str, str, bytes]]:
     """(connection, direction, bytes) of every connection in ``paths``, read in one process."""
     groups: dict[Any, list[Segment]] = defaultdict(list)
-    for path in capture_files(paths):
+    for path in resolve_captures(paths)[0]:
         for item in read_capture(path):
             if isinstance(item, Segment):
                 groups[endpoints(item)].append(item)
@@ -384,6 +412,7 @@ def test_damaged_inputs_become_problems(analysis: Analysis) -> None:
     }
     assert ("truncated.pcap", "truncated-file") in by_capture
     assert ("not-a-capture.pcap", "not-a-capture") in by_capture
+    assert ("live.pcap", "named-pipe") in by_capture
     assert ("unknown-protocol", "unknown-protocol") in kinds
     unknown = [r for r in problems if r["kind"] == "unknown-protocol"]
     assert [r["connection"] for r in unknown] == ["10.1.0.7:40007-10.1.0.2:5672"]
@@ -417,7 +446,7 @@ def test_decoding_goes_on_after_a_gap(analysis: Analysis) -> None:
 
 
 def test_credentials_are_redacted_everywhere(analysis: Analysis, spark: Any) -> None:
-    secrets = [PASSWORD, AMQPLAIN_PASSWORD]
+    secrets = [PASSWORD, AMQPLAIN_PASSWORD, TOKEN]
     for name, rows in analysis.tables.items():
         text = repr(rows).encode()
         for secret in secrets:
@@ -443,12 +472,12 @@ def test_bodies_are_kept_on_request(spark: Any, tmp_path: Path) -> None:
     assert [bytes(r["body"]) for r in rows] == [body]
 
 
-def test_no_captures_gives_empty_tables_and_a_report(spark: Any, tmp_path: Path) -> None:
+def test_no_captures_is_refused_before_spark_starts(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
-    summary = run([str(tmp_path / "empty")], str(tmp_path / "out"), spark=spark, progress=False)
-    assert summary.captures == 0
-    assert summary.counts == {"frames": 0, "messages": 0, "connections": 0, "problems": 0}
-    assert "no messages in the capture" in (tmp_path / "out" / "report.html").read_text()
+    (tmp_path / "empty" / "notes.txt").write_text("not a capture")
+    with pytest.raises(AnalyzeUsageError, match=r"no pcap or pcapng capture files in .*1 file"):
+        run(str(tmp_path / "empty"), str(tmp_path / "out"), progress=False)
+    assert not (tmp_path / "out").exists()
 
 
 # ------------------------------------------------------------------------------------------
@@ -517,9 +546,11 @@ def test_report_renders_in_headless_chromium(analysis: Analysis) -> None:
         pytest.skip("chromium is not installed (set AMQP_CODEC_REQUIRE_CHROMIUM=1 to require it)")
     page = analysis.out / "report.html"
     text = page.read_text(encoding="utf-8")
-    # Self-contained: plotly.js inlined once, nothing loaded from elsewhere.
-    assert not re.search(r"<(script|link|img|iframe)\b[^>]*\b(src|href)=", text)
-    assert text.count("Plotly.newPlot") == 8
+    # Self-contained: no script, nothing loaded from elsewhere, and small.
+    assert not re.search(r"<(script|link|img|iframe)\b", text)
+    assert page.stat().st_size < 1_500_000
+    charts = text.count('<svg class="chart"')
+    assert charts >= 8, charts
     with tempfile.TemporaryDirectory() as profile:
         result = subprocess.run(
             [
@@ -543,12 +574,64 @@ def test_report_renders_in_headless_chromium(analysis: Analysis) -> None:
         )
     assert result.returncode == 0, result.stderr[-2000:]
     dom = result.stdout
-    # One rendered plot per chart: plotly draws each into an <svg class="main-svg">.
-    plots = dom.count('class="plot-container plotly"')
-    assert plots == 8, plots
-    assert dom.count('class="main-svg"') >= plots
-    for title in ("Messages over time", "Top exchanges", "Method mix", "Problems by kind"):
+    # Every chart is in the rendered page, with its bars or lines drawn.
+    assert dom.count('class="chart"') == charts
+    assert dom.count("<rect") >= charts and "<polyline" in dom
+    for title in (
+        "Messages over time",
+        "Top exchanges",
+        "Method mix",
+        "Problems by kind",
+        "Inputs",
+    ):
         assert title in dom
+
+
+def _role(row: dict[str, Any]) -> str:
+    if row["method"] == "message.transfer":
+        return f"message.transfer {row['direction']}"
+    return str(row["method"])
+
+
+def test_summary_counts_each_thing_once_and_the_report_shows_it(analysis: Analysis) -> None:
+    summary = json.loads((analysis.out / "summary.json").read_text(encoding="utf-8"))
+    tables = analysis.tables
+    assert summary["tables"] == {name: len(rows) for name, rows in tables.items()}
+    messages = tables["messages"]
+    assert summary["messages"] == dict(sorted(Counter(_role(r) for r in messages).items()))
+    # One publish, two deliveries: never "three messages" for the exchange.
+    events = next(e for e in summary["top_exchanges"]["by_messages"] if e["exchange"] == "events")
+    assert events["counts"] == {"basic.deliver": 2, "basic.publish": 1}
+    for entry in summary["top_exchanges"]["by_messages"]:
+        expected = Counter(_role(r) for r in messages if r["exchange"] == entry["exchange"])
+        assert entry["counts"] == dict(expected)
+    # The largest messages list each message once, with what happened to it.
+    largest = summary["largest_messages"]
+    keys = [(e["body_sha256"], e["body_size"], e["exchange"], e["routing_key"]) for e in largest]
+    assert len(keys) == len(set(keys))
+    fanout = [e for e in largest if e["body_sha256"] == hashlib.sha256(FANOUT_BODY).hexdigest()]
+    assert [e["counts"] for e in fanout] == [{"basic.deliver": 2, "basic.publish": 1}]
+    assert [e["body_size"] for e in largest] == sorted(
+        (e["body_size"] for e in largest), reverse=True
+    )
+    # The rate's buckets hold every message with a time, over the capture's own span.
+    rate = summary["message_rate"]
+    timed = Counter(_role(r) for r in messages if r["timestamp"] is not None)
+    assert {k: sum(v) for k, v in rate["counts"].items()} == dict(timed)
+    stamps = [r["timestamp"] for r in tables["frames"] if r["timestamp"] is not None]
+    assert (rate["start"], rate["end"]) == (min(stamps), max(stamps))
+    codes = [c["code"] for c in summary["reply_codes"]]
+    assert codes == sorted(codes)
+    # The inputs: every capture read, with its size; the pipe skipped.
+    files = summary["inputs"]["files"]
+    assert all(f["bytes"] == os.path.getsize(f["path"]) for f in files)
+    assert {Path(f["path"]).name for f in files} >= {"built.pcap", "pika-session.pcap"}
+    assert [Path(s["path"]).name for s in summary["inputs"]["skipped"]] == ["live.pcap"]
+    # The page shows what the JSON holds.
+    page = (analysis.out / "report.html").read_text(encoding="utf-8")
+    for label in summary["message_labels"].values():
+        assert label in page
+    assert "live.pcap" in page and "named-pipe" in page
 
 
 def test_paths_may_be_pathlib_paths(spark: Any, tmp_path: Path) -> None:
@@ -565,4 +648,9 @@ def test_a_master_the_running_session_cannot_honour_is_refused(spark: Any, tmp_p
     # One SparkContext per process: running silently on the session already open would
     # report a cluster run that never happened.
     with pytest.raises(ValueError, match="already running"):
-        run([str(tmp_path)], str(tmp_path / "out"), master="spark://127.0.0.1:1", progress=False)
+        run(
+            [str(SAMPLES / "pika-session.pcap")],
+            str(tmp_path / "out"),
+            master="spark://127.0.0.1:1",
+            progress=False,
+        )

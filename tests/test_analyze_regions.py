@@ -68,10 +68,10 @@ def _written(out: Path) -> dict[str, list[str]]:
         rows = []
         for record in pq.read_table(str(out / name)).to_pylist():
             row: list[Any] = []
-            for column, kind in columns:
-                value = record[column]
-                if not isinstance(kind, str) and value is not None:
-                    value = tuple(value[sub] for sub, _ in kind)
+            for column in columns:
+                value = record[column.name]
+                if not isinstance(column.type, str) and value is not None:
+                    value = tuple(value[sub.name] for sub in column.type)
                 row.append(value)
             rows.append(repr(tuple(row)))
         tables[name] = sorted(rows)

@@ -24,7 +24,7 @@ from amqp_codec.analyze.streams import (
     method_fields,
     user_name,
 )
-from amqp_codec.analyze.tables import PROPERTIES
+from amqp_codec.analyze.tables import PROPERTIES, column_names
 from amqp_codec.capture.packets import Segment, read_capture
 from amqp_codec.dissect import FrameEvent, ProblemEvent, ResyncEvent, StreamDissector
 from amqp_codec.frames import ContentBodyFrame, MethodFrame
@@ -332,7 +332,7 @@ def test_draft_connection_rows(tmp_path: Path) -> None:
         None,
         False,
     )
-    properties = dict(zip([c for c, _ in PROPERTIES], message[14], strict=True))
+    properties = dict(zip(column_names(PROPERTIES), message[14], strict=True))
     assert properties["content_type"] == "text/plain"
     assert properties["delivery_mode"] == 2
     assert json.loads(properties["headers"]) == [{"key": "k", "tag": "long-string", "value": "v"}]

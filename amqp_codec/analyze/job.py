@@ -34,6 +34,7 @@ output folder must be the same on every machine: a shared file system).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import sys
@@ -94,9 +95,12 @@ class Summary:
         rate = self.capture_bytes / 1e6 / self.seconds if self.seconds else 0.0
         lines = [
             f"analysed {self.captures} capture file{'s' if self.captures != 1 else ''} "
-            f"({self.capture_bytes / 1e6:,.1f} MB) in {self.seconds:.1f} s ({rate:,.1f} MB/s)",
+            f"({_megabytes(self.capture_bytes)}) in {self.seconds:.1f} s ({rate:,.1f} MB/s)",
         ]
-        lines += [f"  {name:<12} {count:>10,} rows" for name, count in self.counts.items()]
+        lines += [
+            f"  {name:<12} {count:>10,} row{'s' if count != 1 else ''}"
+            for name, count in self.counts.items()
+        ]
         lines.append(f"tables in {self.out}")
         lines.append(f"report: {self.report}")
         return "\n".join(lines)
@@ -105,6 +109,11 @@ class Summary:
 # ------------------------------------------------------------------------------------------
 # Progress
 # ------------------------------------------------------------------------------------------
+
+
+def _megabytes(size: float) -> str:
+    """``1,074.4 MB``; below 0.1 MB, ``28.5 kB``."""
+    return f"{size / 1e6:,.1f} MB" if size >= 100_000 else f"{size / 1e3:,.1f} kB"
 
 
 class _Progress:
@@ -173,7 +182,7 @@ class _Watcher:
             rate = done / 1e6 / elapsed if elapsed else 0.0
             eta = f", ETA {elapsed / fraction - elapsed:.0f} s" if fraction else ""
             self.say(
-                f"{self.label}: {done / 1e6:,.1f} of {self.total / 1e6:,.1f} MB "
+                f"{self.label}: {_megabytes(done)} of {_megabytes(self.total)} "
                 f"({fraction:.0%}), {rate:,.1f} MB/s{eta}"
             )
 
@@ -190,11 +199,13 @@ class _Watcher:
 _DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
-def _session(master: str | None, progress: bool) -> tuple[SparkSession, bool]:
+def _session(master: str | None, progress: bool, verbose: bool) -> tuple[SparkSession, bool]:
     """A session to run in, and whether it is ours to stop (not one already running)."""
     # Executors must run this interpreter (the one with amqp-codec installed), not "python3".
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
+
+    from amqp_codec.analyze.logs import jvm_stderr, quiet_py4j
 
     active = SparkSession.getActiveSession()
     if active is not None:
@@ -212,14 +223,17 @@ def _session(master: str | None, progress: bool) -> tuple[SparkSession, bool]:
         builder = builder.master(master)
     if "PYSPARK_GATEWAY_PORT" not in os.environ:  # this process starts the driver's JVM
         builder = builder.config("spark.driver.defaultJavaOptions", _DRIVER_JAVA_OPTIONS)
+    # The job reports its own progress (capture MB done, rate, ETA): Spark's bar stays off.
     builder = builder.config("spark.ui.showConsoleProgress", "false")
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    quiet_py4j(verbose)
+    with jvm_stderr(verbose):  # Java's and log4j's lines go to the log file unless verbose
+        spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN" if verbose else "ERROR")
     return spark, True
 
 
 def run(
-    captures: Sequence[str | os.PathLike[str]],
+    captures: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     out: str | os.PathLike[str],
     *,
     master: str | None = None,
@@ -228,8 +242,10 @@ def run(
     progress: bool = True,
     spark: SparkSession | None = None,
     split_bytes: int = DEFAULT_SPLIT_BYTES,
+    overwrite: bool = False,
+    verbose: bool = False,
 ) -> Summary:
-    """Analyse ``captures`` (pcap/pcapng files or folders of them) into the folder ``out``.
+    """Analyse ``captures`` (a pcap/pcapng file or folder, or a list of them) into ``out``.
 
     Args:
         master: Spark master URL (``local[4]``, ``spark://host:7077``); default: the one
@@ -237,39 +253,73 @@ def run(
         ports: server ports of AMQP connections; connections on other ports are analysed
             when their client starts with the AMQP protocol header.
         bodies: keep message bodies in the ``messages`` table (else only size and hash).
-        progress: show progress on standard error (stages, bytes done, rate, ETA).
+        progress: show progress on standard error (stages, capture MB done, rate, ETA).
         spark: an existing session to run in (left running); default: one is created and
             stopped at the end.
         split_bytes: capture bytes per task (the tables do not depend on it).
+        overwrite: replace the outputs of a previous run in ``out`` (other files there are
+            kept); without it, an ``out`` that holds files is refused.
+        verbose: Spark's and Java's logs on standard error (else in a log file, see
+            :mod:`amqp_codec.analyze.logs`).
 
-    Returns the :class:`Summary`. Unreadable captures, garbage streams and unknown protocols
-    are rows in ``problems``, not errors; an output folder that cannot be written raises.
+    Returns the :class:`Summary`. Everything that can be checked before Spark starts is
+    (:func:`~amqp_codec.analyze.preflight.preflight`): a missing input, no captures, an
+    ``out`` that is a file, not writable or not empty, no suitable Java, a bad ``master`` or
+    port raise :class:`~amqp_codec.analyze.preflight.AnalyzeUsageError`. Unreadable
+    captures, inputs skipped in folders (pipes, sockets...), garbage streams and unknown
+    protocols are rows in ``problems``, not errors. The outputs are written into a staging
+    folder and moved into ``out`` at the end: a failed run leaves ``out`` as it was.
     """
-    from amqp_codec.analyze.report import write_report
-    from amqp_codec.capture.packets import capture_files
+    from amqp_codec.analyze.output import staged_output
+    from amqp_codec.analyze.preflight import preflight
+    from amqp_codec.analyze.report import REPORT_NAME, write_report
+    from amqp_codec.analyze.streams import capture_problem_row
+    from amqp_codec.capture.packets import CaptureProblem
 
+    checked = preflight(
+        captures, out, master=master, ports=ports, overwrite=overwrite, java=spark is None
+    )
     began = time.monotonic()
     say = _Progress(progress, sys.stderr)
-    out = os.fspath(out)  # rows and Spark paths take str, not pathlib.Path
-    files = capture_files([os.fspath(path) for path in captures])
-    size = sum(os.path.getsize(path) for path in files if os.path.isfile(path))
-    session, own = _session(master, progress) if spark is None else (spark, False)
+    out, files, port_set = checked.out, checked.files, checked.ports
+    size = sum(os.path.getsize(path) for path in files)
+    skipped = [
+        capture_problem_row(CaptureProblem(s.capture, None, s.kind, s.detail))[1]
+        for s in checked.skipped
+    ]
     redissected = 0
-    try:
-        sc = session.sparkContext
-        say(
-            f"{len(files)} capture file{'s' if len(files) != 1 else ''} "
-            f"({size / 1e6:,.1f} MB), {sc.defaultParallelism} cores"
-        )
-        mapper = _SparkMapper(sc, say, size)
-        counts, redissected = write_tables(
-            files, out, ports=ports, bodies=bodies, split_bytes=split_bytes, mapper=mapper, say=say
-        )
-        say("writing report.html")
-        report = write_report(session, out, counts)
-    finally:
-        if own:
-            session.stop()
+    # The session is stopped before a failed run's staging folder is removed: no task of it
+    # is left writing there.
+    with staged_output(out) as staging:
+        session, own = _session(master, progress, verbose) if spark is None else (spark, False)
+        try:
+            sc = session.sparkContext
+            say(
+                f"{len(files)} capture file{'s' if len(files) != 1 else ''} "
+                f"({_megabytes(size)}), {sc.defaultParallelism} cores"
+            )
+            mapper = _SparkMapper(sc, say, size)
+            counts, redissected = write_tables(
+                files,
+                staging,
+                ports=port_set,
+                bodies=bodies,
+                split_bytes=split_bytes,
+                mapper=mapper,
+                say=say,
+                problems=skipped,
+            )
+            say("writing report.html")
+            write_report(session, staging, counts, files)
+        except BaseException:
+            if not own:  # a session we leave running: no job of this run goes on in it
+                with contextlib.suppress(Exception):
+                    session.sparkContext.cancelAllJobs()
+            raise
+        finally:
+            if own:
+                session.stop()
+    report = os.path.join(out, REPORT_NAME)
     summary = Summary(
         out=out,
         captures=len(files),
@@ -280,7 +330,8 @@ def run(
         redissected=redissected,
     )
     say(
-        f"done: {size / 1e6:,.1f} MB in {summary.seconds:.1f} s ({size / 1e6 / max(summary.seconds, 1e-9):,.1f} MB/s)"
+        f"done: {_megabytes(size)} in {summary.seconds:.1f} s "
+        f"({size / 1e6 / max(summary.seconds, 1e-9):,.1f} MB/s)"
     )
     return summary
 
@@ -327,10 +378,12 @@ def write_tables(
     split_bytes: int = DEFAULT_SPLIT_BYTES,
     mapper: Mapper = local_map,
     say: Callable[[str], None] | None = None,
+    problems: Sequence[tuple[Any, ...]] = (),
 ) -> tuple[dict[str, int], int]:
     """Scan, plan, dissect and check ``captures`` (files or folders) into the four tables
     under ``out``: the rows per table, and the number of streams dissected again in one pass.
-    :func:`run` does this on Spark; with the default ``mapper`` it runs in this process."""
+    :func:`run` does this on Spark; with the default ``mapper`` it runs in this process.
+    ``problems``: rows the caller found (inputs it skipped), written with the driver's."""
     from amqp_codec.analyze.plan import make_plan
     from amqp_codec.analyze.regions import run_task
     from amqp_codec.analyze.scan import plan_splits, scan_split
@@ -350,7 +403,7 @@ def write_tables(
     )
     tasks = _tasks(plan, splits, out, bodies)
     results = mapper("dissecting", run_task, tasks)
-    return _finish(mapper, say, plan, splits, scans, results, out, bodies)
+    return _finish(mapper, say, plan, splits, scans, results, out, bodies, problems)
 
 
 def _whole_where_needed(
@@ -486,6 +539,7 @@ def _finish(
     results: list[TaskResult],
     out: str,
     bodies: bool,
+    problems: Sequence[tuple[Any, ...]],
 ) -> tuple[dict[str, int], int]:
     """Check the streams, dissect again those whose regions do not meet, write the driver's
     rows; the rows per table and the number of streams dissected again."""
@@ -511,6 +565,8 @@ def _finish(
             counter[0] += part.conflicting
             counter[1] += part.out_of_window
     driver = TableWriters(out, "driver")
+    for row in problems:
+        driver.add("problems", row)
     failed: list[StreamPlan] = []
     extra_problems: dict[int, int] = {}
     for stream in plan.streams:
@@ -672,7 +728,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--bodies", action="store_true", help="keep message bodies in the messages table"
     )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace a previous analysis in --out (other files there are kept)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress output, only the summary")
+    parser.add_argument(
+        "--verbose", action="store_true", help="show Spark's and Java's logs (else in a log file)"
+    )
 
 
 def run_from_args(args: argparse.Namespace, out: TextIO) -> int:
@@ -684,6 +748,8 @@ def run_from_args(args: argparse.Namespace, out: TextIO) -> int:
         ports=args.ports or DEFAULT_PORTS,
         bodies=args.bodies,
         progress=not args.quiet,
+        overwrite=args.overwrite,
+        verbose=args.verbose,
     )
     out.write(summary.text() + "\n")
     out.flush()
@@ -696,7 +762,14 @@ def main(argv: list[str] | None = None) -> int:
         prog="amqp-codec-analyze", description="Analyse AMQP capture files on Spark."
     )
     add_arguments(parser)
-    return run_from_args(parser.parse_args(argv), sys.stdout)
+    from amqp_codec.analyze.preflight import AnalyzeUsageError
+
+    args = parser.parse_args(argv)
+    try:
+        return run_from_args(args, sys.stdout)
+    except AnalyzeUsageError as exc:
+        print(f"amqp-codec-analyze: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ ROW_GROUP_BYTES = 16 * 2**20
 # Per table, the column whose values can be large: decoded fields, message bodies (with
 # --bodies), problem details, client properties.
 _BIG = {
-    table: [name for name, _ in columns].index(name)
+    table: [column.name for column in columns].index(name)
     for table, columns, name in (
         ("frames", TABLES["frames"], "fields"),
         ("messages", TABLES["messages"], "body"),
@@ -39,7 +39,7 @@ def arrow_schema(columns: Columns) -> pa.Schema:
     """The Arrow schema of a table (every column nullable), as :func:`~.tables.spark_schema`."""
     import pyarrow as pa
 
-    return pa.schema([pa.field(name, _arrow_type(kind)) for name, kind in columns])
+    return pa.schema([pa.field(column.name, _arrow_type(column.type)) for column in columns])
 
 
 def _arrow_type(kind: str | Columns) -> pa.DataType:
@@ -55,19 +55,19 @@ def _arrow_type(kind: str | Columns) -> pa.DataType:
     }
     if isinstance(kind, str):
         return simple[kind]
-    return pa.struct([pa.field(name, _arrow_type(sub)) for name, sub in kind])
+    return pa.struct([pa.field(column.name, _arrow_type(column.type)) for column in kind])
 
 
 def _batch(columns: Columns, schema: pa.Schema, rows: Sequence[tuple[Any, ...]]) -> pa.RecordBatch:
     import pyarrow as pa
 
     arrays = []
-    for i, (name, kind) in enumerate(columns):
+    for i, column in enumerate(columns):
         values: list[Any] = [row[i] for row in rows]
-        if not isinstance(kind, str):  # a struct column travels as a tuple
-            names = [sub for sub, _ in kind]
+        if not isinstance(column.type, str):  # a struct column travels as a tuple
+            names = [sub.name for sub in column.type]
             values = [None if v is None else dict(zip(names, v, strict=True)) for v in values]
-        arrays.append(pa.array(values, type=schema.field(name).type))
+        arrays.append(pa.array(values, type=schema.field(column.name).type))
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 

@@ -42,6 +42,7 @@ from ..capture.tcp import (
     reassemble,
     syn_servers,
 )
+from ..credentials import secret_fields
 from ..decoder import NEED_DATA, FrameDecoder
 from ..dissect import (
     DEFAULT_SPEC,
@@ -88,8 +89,6 @@ __all__ = [
 
 #: What a redacted credential is replaced with in the ``fields`` JSON.
 REDACTED = "<redacted>"
-#: Methods whose ``response`` field carries credentials.
-_SECRET_METHODS = frozenset({"connection.start-ok", "connection.secure-ok"})
 _CONTENT_METHODS = frozenset({"basic.publish", "basic.deliver", "basic.get-ok", "basic.return"})
 _AMQP = b"AMQP"
 _SYN_ONLY = TH_SYN | 0x10  # SYN and ACK bits: a client's SYN has only the first
@@ -151,11 +150,13 @@ def capture_problem_row(problem: CaptureProblem) -> Row:
 
 
 def method_fields(method: Method) -> dict[str, Any]:
-    """A method's fields by spec name, JSON-ready, credentials redacted."""
-    fields = {spec.name: _json_value(getattr(method, spec.attr)) for spec in type(method).FIELDS}
-    if method.NAME in _SECRET_METHODS and "response" in fields:
-        fields["response"] = REDACTED
-    return fields
+    """A method's fields by spec name, JSON-ready, credentials redacted (the fields
+    :func:`amqp_codec.credentials.secret_fields` names)."""
+    hidden = secret_fields(method)
+    return {
+        spec.name: REDACTED if spec.name in hidden else _json_value(getattr(method, spec.attr))
+        for spec in type(method).FIELDS
+    }
 
 
 def frame_fields(frame: Frame) -> dict[str, Any] | None:

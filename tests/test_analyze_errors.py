@@ -1,0 +1,439 @@
+"""`amqp-codec analyze` as people meet it: every mistake is one line and exit status 2, found
+before Spark starts, with nothing written or deleted; inputs that would hang are skipped; a
+failed run leaves --out as it was.
+
+Every test here but the last few fails before Spark starts, so they are fast. Those run
+through a real subprocess: what is checked is what a user sees.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from amqp_codec.analyze import AnalyzeUsageError
+from amqp_codec.analyze.output import staged_output
+from amqp_codec.analyze.preflight import (
+    check_master,
+    java_version,
+    preflight,
+    resolve_captures,
+)
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE = REPO / "samples" / "pika-session.pcap"
+
+
+def snapshot(*roots: Path) -> dict[str, tuple[str, int]]:
+    """Every path under ``roots``: its kind or content hash, and a file's mtime (a folder's
+    changes when the check that it is writable creates and removes a probe in it)."""
+    seen: dict[str, tuple[str, int]] = {}
+    for root in roots:
+        if not root.exists():
+            continue
+        for path in [root, *sorted(root.rglob("*"))]:
+            info = path.lstat()
+            if path.is_fifo():
+                kind = "fifo"
+            elif path.is_symlink():
+                kind = "link:" + os.readlink(path)
+            elif path.is_file():
+                kind = hashlib.sha256(path.read_bytes()).hexdigest()
+            else:
+                seen[str(path)] = ("dir", 0)
+                continue
+            seen[str(path)] = (kind, info.st_mtime_ns)
+    return seen
+
+
+def analyze(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "amqp_codec", "analyze", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        env=env,
+        cwd=REPO,
+    )
+
+
+def assert_one_line_error(
+    result: subprocess.CompletedProcess[str], status: int, *words: str
+) -> None:
+    assert result.returncode == status, result.stderr
+    assert result.stdout == ""
+    assert "Traceback" not in result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith("amqp-codec analyze"), result.stderr
+    for word in words:
+        assert word in result.stderr, (word, result.stderr)
+
+
+@pytest.fixture
+def captures(tmp_path: Path) -> Path:
+    folder = tmp_path / "captures"
+    folder.mkdir()
+    shutil.copy(SAMPLE, folder)
+    return folder
+
+
+def refused(
+    tmp_path: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``analyze`` and check the test's whole folder is exactly as it was afterwards:
+    nothing written or deleted."""
+    before = snapshot(tmp_path)
+    result = analyze(*args, env=env)
+    assert snapshot(tmp_path) == before
+    return result
+
+
+# ------------------------------------------------------------------------------------------
+# usage errors: one line, exit 2, nothing written
+# ------------------------------------------------------------------------------------------
+
+
+def test_missing_input(tmp_path: Path, captures: Path) -> None:
+    missing = tmp_path / "captrues"
+    result = refused(tmp_path, str(captures), str(missing), "--out", str(tmp_path / "out"))
+    assert_one_line_error(result, 2, "no such file or folder", str(missing))
+
+
+def test_folder_without_captures_names_what_was_skipped(tmp_path: Path) -> None:
+    folder = tmp_path / "nothing"
+    folder.mkdir()
+    (folder / "README").write_text("notes")
+    os.mkfifo(folder / "pipe")
+    before = snapshot(tmp_path)
+    result = refused(tmp_path, str(folder), "--out", str(tmp_path / "out"))
+    assert_one_line_error(result, 2, "no pcap or pcapng", "1 file not pcap", "named-pipe")
+    assert snapshot(tmp_path) == before
+
+
+def test_out_is_a_file(tmp_path: Path, captures: Path) -> None:
+    out = tmp_path / "out.txt"
+    out.write_text("mine")
+    result = refused(tmp_path, str(captures), "--out", str(out))
+    assert_one_line_error(result, 2, "is a file")
+
+
+def test_out_cannot_be_written(tmp_path: Path, captures: Path) -> None:
+    # /proc refuses new folders to everyone, root included.
+    result = refused(tmp_path, str(captures), "--out", "/proc/amqp-codec-analysis")
+    assert_one_line_error(result, 2, "not writable")
+
+
+def test_out_holding_files_needs_overwrite(tmp_path: Path, captures: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    result = refused(tmp_path, str(captures), "--out", str(out))
+    assert_one_line_error(result, 2, "already holds files", "--overwrite")
+
+
+def test_overwrite_never_replaces_a_table_folder_holding_other_files(
+    tmp_path: Path, captures: Path
+) -> None:
+    out = tmp_path / "out"
+    (out / "frames").mkdir(parents=True)
+    (out / "frames" / "part-00000-x.snappy.parquet").write_bytes(b"PAR1")
+    (out / "frames" / "my-notes.txt").write_text("mine")
+    result = refused(tmp_path, str(captures), "--out", str(out), "--overwrite")
+    assert_one_line_error(result, 2, "my-notes.txt", "was not written by amqp-codec analyze")
+
+
+def test_no_java(tmp_path: Path, captures: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
+    env["PATH"] = str(tmp_path / "empty-path")
+    result = refused(tmp_path, str(captures), "--out", str(tmp_path / "out"), env=env)
+    assert_one_line_error(result, 2, "Java 17 or newer", "openjdk-17", "JAVA_HOME")
+
+
+def test_java_too_old(tmp_path: Path, captures: Path) -> None:
+    home = tmp_path / "jdk11"
+    (home / "bin").mkdir(parents=True)
+    java = home / "bin" / "java"
+    java.write_text("#!/bin/sh\necho 'openjdk version \"11.0.22\" 2024-01-16' >&2\n")
+    java.chmod(0o755)
+    before = snapshot(tmp_path)
+    env = {**os.environ, "JAVA_HOME": str(home)}
+    result = refused(tmp_path, str(captures), "--out", str(tmp_path / "out"), env=env)
+    assert_one_line_error(result, 2, "Java 17 or newer", "is Java 11", str(java))
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("master", ["bogus", "local[x]", "spark://nohost", "local[0]"])
+def test_bad_master(tmp_path: Path, captures: Path, master: str) -> None:
+    result = refused(tmp_path, str(captures), "--out", str(tmp_path / "out"), "--master", master)
+    assert_one_line_error(result, 2, "not a Spark master URL", master)
+
+
+@pytest.mark.parametrize("port", ["0", "65536", "amqp"])
+def test_bad_port(tmp_path: Path, captures: Path, port: str) -> None:
+    result = refused(tmp_path, str(captures), "--out", str(tmp_path / "out"), "--port", port)
+    assert_one_line_error(result, 2, "--port", port)
+
+
+def test_missing_out_option(tmp_path: Path, captures: Path) -> None:
+    result = refused(tmp_path, str(captures))
+    assert_one_line_error(result, 2, "--out")
+
+
+# ------------------------------------------------------------------------------------------
+# preflight from Python: the same checks, AnalyzeUsageError
+# ------------------------------------------------------------------------------------------
+
+
+def test_one_path_is_one_path_not_its_characters(
+    tmp_path: Path, captures: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    files, skipped = resolve_captures("captures")
+    assert files == [os.path.join("captures", SAMPLE.name)] and skipped == []
+    assert resolve_captures(captures)[0] == [str(captures / SAMPLE.name)]
+    with pytest.raises(AnalyzeUsageError, match="no such file"):
+        resolve_captures(["captures", "c"])
+    with pytest.raises(AnalyzeUsageError, match="a path or a list"):
+        resolve_captures(42)  # type: ignore[arg-type]
+    with pytest.raises(AnalyzeUsageError, match="no capture given"):
+        resolve_captures([])
+
+
+def test_inputs_that_would_hang_or_loop_are_skipped_unopened(tmp_path: Path) -> None:
+    folder = tmp_path / "in"
+    (folder / "deeper").mkdir(parents=True)
+    shutil.copy(SAMPLE, folder / "deeper" / "a.pcap")
+    (folder / "b.pcap.gz").write_bytes(gzip.compress(SAMPLE.read_bytes()))
+    os.mkfifo(folder / "pipe.pcap")  # opening it would block until a writer comes
+    os.symlink("loop", folder / "loop")  # a link to itself
+    os.symlink(".", folder / "deeper" / "again")  # a link to a folder: not followed
+    os.symlink("gone", folder / "dangling")
+    (folder / "broken.pcap.gz").write_bytes(b"\x1f\x8b\x08\x00garbage, not deflate")
+    (folder / "notes.txt").write_text("not a capture")
+    files, skipped = resolve_captures([str(folder)])
+    assert files == [str(folder / "b.pcap.gz"), str(folder / "deeper" / "a.pcap")]
+    assert {(Path(s.capture).name, s.kind) for s in skipped} == {
+        ("pipe.pcap", "named-pipe"),
+        ("loop", "symlink-loop"),
+        ("dangling", "dangling-link"),
+        ("broken.pcap.gz", "corrupt-gzip"),
+    }
+    assert all(s.detail for s in skipped)
+
+
+def test_a_corrupt_gzip_is_called_that(tmp_path: Path, captures: Path) -> None:
+    broken = tmp_path / "broken.pcap.gz"
+    broken.write_bytes(b"\x1f\x8b\x08\x00" + b"\xff" * 40)
+    result = refused(tmp_path, str(broken), "--out", str(tmp_path / "out"))
+    assert_one_line_error(result, 2, "corrupt gzip file", str(broken))
+    assert "empty" not in result.stderr
+    files, skipped = resolve_captures([str(broken), str(captures)])
+    assert files == [str(captures / SAMPLE.name)]
+    assert [(s.capture, s.kind) for s in skipped] == [(str(broken), "corrupt-gzip")]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads every file")
+def test_an_unreadable_file_in_a_folder_is_skipped(tmp_path: Path) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    shutil.copy(SAMPLE, folder / "a.pcap")
+    locked = folder / "locked.pcap"
+    shutil.copy(SAMPLE, locked)
+    locked.chmod(0)
+    files, skipped = resolve_captures(str(folder))
+    assert files == [str(folder / "a.pcap")]
+    assert [(s.capture, s.kind) for s in skipped] == [(str(locked), "unreadable")]
+
+
+def test_a_named_pipe_or_device_given_directly_is_refused(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe")
+    with pytest.raises(AnalyzeUsageError, match="is a named pipe"):
+        resolve_captures(str(tmp_path / "pipe"))
+    with pytest.raises(AnalyzeUsageError, match="is a device"):
+        resolve_captures("/dev/null")
+
+
+def test_preflight_checks_everything_before_spark(tmp_path: Path, captures: Path) -> None:
+    checked = preflight(captures, tmp_path / "out", ports=[5672, 5673], master="local[2]")
+    assert checked.files == [str(captures / SAMPLE.name)]
+    assert checked.ports == {5672, 5673}
+    assert checked.out == str(tmp_path / "out")
+    with pytest.raises(AnalyzeUsageError, match="not a port number"):
+        preflight(captures, tmp_path / "out", ports=[True])
+    with pytest.raises(AnalyzeUsageError, match="ports must be"):
+        preflight(captures, tmp_path / "out", ports="5672")  # type: ignore[arg-type]
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    "master", ["local", "local[*]", "local[4]", "local[2,3]", "spark://h:7077,g:7077", "yarn"]
+)
+def test_good_masters(master: str) -> None:
+    assert check_master(master) == master
+
+
+def test_java_versions() -> None:
+    assert java_version('openjdk version "17.0.15" 2025-04-15') == 17
+    assert java_version('java version "1.8.0_392"') == 8
+    assert java_version('openjdk version "21" 2023-09-19') == 21
+    assert java_version("garbage") is None
+
+
+# ------------------------------------------------------------------------------------------
+# nothing lost: the staging folder
+# ------------------------------------------------------------------------------------------
+
+
+def _write_outputs(folder: str, marker: str) -> None:
+    for table in ("frames", "messages", "connections", "problems"):
+        os.mkdir(os.path.join(folder, table))
+        Path(folder, table, "part-00000-a.snappy.parquet").write_text(marker)
+        Path(folder, table, "_SUCCESS").write_text("")
+    Path(folder, "report.html").write_text(marker)
+    Path(folder, "summary.json").write_text(marker)
+
+
+def test_a_failed_run_leaves_out_as_it_was(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    _write_outputs(str(out), "first")
+    (out / "notes.txt").write_text("mine")
+    before = snapshot(tmp_path)
+    for error in (RuntimeError("boom"), KeyboardInterrupt()):
+        with pytest.raises(type(error)), staged_output(str(out)) as staging:
+            _write_outputs(staging, "second")
+            raise error
+        assert snapshot(tmp_path) == before
+
+
+def test_a_new_out_appears_whole(tmp_path: Path) -> None:
+    out = tmp_path / "new" / "out"
+    with staged_output(str(out)) as staging:
+        assert Path(staging).parent == out.parent
+        _write_outputs(staging, "first")
+        assert not out.exists()
+    assert (out / "report.html").read_text() == "first"
+    assert sorted(p.name for p in out.parent.iterdir()) == ["out"]  # no staging left
+
+
+def test_success_replaces_only_what_the_job_writes(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    _write_outputs(str(out), "first")
+    (out / "notes.txt").write_text("mine")
+    with staged_output(str(out)) as staging:
+        _write_outputs(staging, "second")
+    assert (out / "notes.txt").read_text() == "mine"
+    assert (out / "report.html").read_text() == "second"
+    assert (out / "frames" / "part-00000-a.snappy.parquet").read_text() == "second"
+    assert sorted(p.name for p in out.iterdir()) == [
+        "connections",
+        "frames",
+        "messages",
+        "notes.txt",
+        "problems",
+        "report.html",
+        "summary.json",
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+# ------------------------------------------------------------------------------------------
+# a bug of ours: one line naming the log file, exit 1
+# ------------------------------------------------------------------------------------------
+
+
+def test_a_bug_is_one_line_naming_the_log_file(
+    tmp_path: Path,
+    captures: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from amqp_codec import cli
+    from amqp_codec.analyze import logs
+
+    def broken(*args: object) -> int:
+        raise RuntimeError("something of ours broke")
+
+    monkeypatch.setattr(cli, "run_from_args", broken)
+    monkeypatch.setattr(logs, "_path", str(tmp_path / "analyze.log"))
+    status = cli.main(["analyze", str(captures), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert status == 1
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert "internal error (RuntimeError: something of ours broke)" in err
+    assert str(tmp_path / "analyze.log") in err
+    log = (tmp_path / "analyze.log").read_text()
+    assert "Traceback" in log and "something of ours broke" in log
+
+
+# ------------------------------------------------------------------------------------------
+# with Spark (slow): quiet by default, Ctrl-C, --overwrite keeping the user's files
+# ------------------------------------------------------------------------------------------
+
+
+def test_interrupt_stops_spark_and_leaves_out_untouched(
+    tmp_path: Path, captures: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    out = tmp_path / "out"
+    before = snapshot(tmp_path)
+    temp = tmp_path_factory.mktemp("temp")  # where the log file goes
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "amqp_codec", "analyze", str(captures), "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "TMPDIR": str(temp)},
+        start_new_session=True,  # Ctrl-C reaches the whole process group, as in a terminal
+    )
+    assert proc.stderr is not None
+    try:
+        line = proc.stderr.readline()  # the first progress line: Spark is up
+        assert line.rstrip().endswith("cores"), line
+        time.sleep(1)
+        os.killpg(proc.pid, signal.SIGINT)
+        _, rest = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, rest
+    assert "Traceback" not in rest and "py4j" not in rest
+    lines = [line for line in rest.splitlines() if not line.startswith("[amqp-codec analyze")]
+    assert lines == ["amqp-codec analyze: interrupted; Spark stopped, --out left as it was"]
+    assert snapshot(tmp_path) == before  # no output, no staging folder left behind
+    assert not list(temp.glob("amqp-codec-analyze-*.log"))  # nothing worth keeping
+
+
+def test_quiet_run_then_overwrite_keeps_the_users_files(tmp_path: Path, captures: Path) -> None:
+    out = tmp_path / "out"
+    first = analyze(str(captures), "--out", str(out), "--quiet", timeout=300)
+    assert first.returncode == 0, first.stderr
+    assert first.stderr == ""  # no Spark or Java log line
+    assert "frames" in first.stdout and "Traceback" not in first.stdout
+    (out / "notes.txt").write_text("mine")
+    report = (out / "report.html").read_bytes()
+
+    again = analyze(str(captures), "--out", str(out), "--quiet")
+    assert_one_line_error(again, 2, "already holds files")
+    assert (out / "report.html").read_bytes() == report
+
+    replaced = analyze(str(captures), "--out", str(out), "--quiet", "--overwrite", timeout=300)
+    assert replaced.returncode == 0, replaced.stderr
+    assert (out / "notes.txt").read_text() == "mine"
+    assert (out / "report.html").is_file() and (out / "summary.json").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["captures", "out"]
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]
