@@ -524,10 +524,13 @@ class FrameDecoder:
                     f"frame of {size} bytes exceeds the negotiated frame_max {self._frame_max}",
                     offset=pos,
                 )
-            if len(buf) - pos <= size:
-                if not self._fill(size + 1):
-                    return self._need_data()
-                buf, pos = self._buf, 0
+        except AMQPDecodeError as exc:
+            raise self._relocate(exc.located(offset=pos), channel) from None
+        if len(buf) - pos <= size:
+            if not self._fill(size + 1):
+                return self._need_data()  # its error already holds a stream offset
+            buf, pos = self._buf, 0
+        try:
             frame = wire010.decode_frame(spec, buf, pos, self.max_table_depth)
         except AMQPDecodeError as exc:
             raise self._relocate(exc.located(offset=pos), channel) from None

@@ -241,12 +241,26 @@ def decode_frame(spec: ProtocolSpec, buf: bytes, pos: int, depth: int) -> DraftF
             offset=pos,
             channel=channel,
         )
-    if frame_type == FRAME_HEADER:
-        if channel == 0:
-            raise UnexpectedFrameError("header frame on channel 0", offset=pos, channel=0)
-        structs = decode_header_structs(buf, start, end, depth)
-        return DraftHeaderFrame(channel, structs, flags, track)
-    method = decode_method(spec, buf, start, end, depth)
+    if frame_type == FRAME_HEADER and channel == 0:
+        raise UnexpectedFrameError("header frame on channel 0", offset=pos, channel=0)
+    # The generated decoders read some fields (short strings, fixed runs) before checking them
+    # against ``end``: decoded in a copy of the segment alone (at most 64 KiB, so still one
+    # copy per byte), they can never see the next frame's bytes, and an error is the same
+    # whatever else happens to be buffered after this frame.
+    segment = buf[start:end]
+    try:
+        if frame_type == FRAME_HEADER:
+            structs = decode_header_structs(segment, 0, len(segment), depth)
+            return DraftHeaderFrame(channel, structs, flags, track)
+        method = decode_method(spec, segment, 0, len(segment), depth)
+    except AMQPDecodeError as exc:
+        if exc.offset is not None:
+            exc.offset += start
+        raise
+    except _BAD_ARGUMENTS:  # a header struct read past the segment
+        raise FrameSyntaxError(
+            "header structs run past the end of the frame", offset=start
+        ) from None
     if (method.CLASS_ID == spec.connection_class_id) != (channel == 0):
         raise CommandInvalidError(
             f"{method.NAME} on channel {channel}: channel 0 carries the connection class "
