@@ -12,7 +12,7 @@ import struct
 from dataclasses import dataclass
 
 from .base import Method, Properties
-from .errors import AMQPEncodeError
+from .errors import AMQPEncodeError, FrameError
 from .wire010.frames import DraftFrame, encode_draft_frame
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "HeartbeatFrame",
     "MethodFrame",
     "ProtocolHeader",
+    "bad_frame_end",
     "encode_frame",
     "encode_message",
 ]
@@ -45,6 +46,11 @@ _pack_header = _FRAME_HEADER.pack
 _pack_content_header = struct.Struct(">HHQ").pack
 # The method frame's end octet, then a content header frame's header and fixed fields.
 _pack_end_and_content_header = struct.Struct(">BBHIHHQ").pack
+
+
+def bad_frame_end(octet: int, offset: int, channel: int) -> FrameError:
+    """The error for a frame whose end octet (at ``offset``) is ``octet``, not 0xCE (501)."""
+    return FrameError(f"frame-end octet is 0x{octet:02x}, not 0xce", offset=offset, channel=channel)
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import gzip
 import struct
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from amqp_codec import NEED_DATA, AMQPDecodeError, FrameDecoder
+from amqp_codec import dissect as dissect_module
 from amqp_codec import v0_10_draft as draft
 from amqp_codec.capture import CaptureProblem, packets, read_capture
 from amqp_codec.errors import FrameSyntaxError
@@ -172,3 +174,72 @@ def test_corrupt_gzip_is_called_corrupt_not_empty(tmp_path: Path) -> None:
     assert isinstance(problem, CaptureProblem)
     assert problem.kind == "corrupt-file" and "corrupt gzip" in problem.detail
     assert "empty" not in problem.detail
+
+
+# -- findings 2 and 3: dissector resync and large buffers ----------------------------------------
+
+
+class _CountingDecoder(FrameDecoder):
+    """A FrameDecoder that counts the bytes handed to it (every copy the dissector makes)."""
+
+    fed = 0
+
+    def receive_data(self, data: bytes | bytearray | memoryview) -> None:
+        _CountingDecoder.fed += len(data)
+        super().receive_data(data)
+
+
+def _bytes_fed_to_decoders(data: bytes, chunk: int, monkeypatch: pytest.MonkeyPatch) -> int:
+    monkeypatch.setattr(dissect_module, "FrameDecoder", _CountingDecoder)
+    _CountingDecoder.fed = 0
+    dissector = dissect_module.StreamDissector()
+    for start in range(0, len(data), chunk):
+        dissector.feed(data[start : start + chunk])
+    dissector.finish()
+    return _CountingDecoder.fed
+
+
+def _garbage_of_resync_candidates(size: int) -> bytes:
+    # Every 16 bytes a method frame header on channel 1 announcing 16 KiB, whose frame-end
+    # octet is there: each is a plausible candidate a resync must decode on trial.
+    unit = b"\x01\x00\x01\x00\x00\x40\x00" + b"\xce" * 9
+    return b"\xce" * 16 + unit * (size // 16)
+
+
+def _bodies_between_garbage(size: int) -> bytes:
+    # A valid body frame, then a byte that breaks the next frame: a resync every 10 bytes,
+    # each followed by a header announcing 16 MiB.
+    unit = b"\x03\x00\x01\x00\x00\x00\x01\x00\xce\x02"
+    return unit * (size // len(unit))
+
+
+@pytest.mark.parametrize("make", [_garbage_of_resync_candidates, _bodies_between_garbage])
+@pytest.mark.parametrize("chunk", [16, 4096, None])
+def test_dissector_copies_each_byte_a_bounded_number_of_times(
+    make: Callable[[int], bytes], chunk: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Bytes handed to decoders (trial decodes and resumed decoders) grow linearly with the
+    # input: with a copy of the window per resync, or a megabyte per candidate, they did not.
+    monkeypatch.setattr(dissect_module, "RESYNC_WORK_ALLOWANCE", 64 * 1024)
+    for size in (32 * 1024, 128 * 1024):
+        data = make(size)
+        fed = _bytes_fed_to_decoders(data, chunk or len(data), monkeypatch)
+        # Trial decodes within the budget, plus each byte fed once or twice (header, rest).
+        bound = dissect_module.RESYNC_WORK_PER_BYTE + 4
+        assert fed <= bound * len(data) + dissect_module.RESYNC_WORK_ALLOWANCE
+
+
+def test_dissector_events_after_many_resyncs_do_not_depend_on_chunking() -> None:
+    data = _bodies_between_garbage(2000) + _garbage_of_resync_candidates(600)
+
+    def events(chunk: int) -> list[object]:
+        dissector = dissect_module.StreamDissector()
+        out: list[object] = []
+        for start in range(0, len(data), chunk):
+            out += dissector.feed(data[start : start + chunk])
+        return out + dissector.finish()
+
+    expected = events(len(data))
+    assert sum(isinstance(e, dissect_module.ResyncEvent) for e in expected) > 100
+    for chunk in (1, 3, 16, 999):
+        assert events(chunk) == expected
