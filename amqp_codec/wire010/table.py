@@ -331,7 +331,7 @@ def encode_table(table: Mapping[str, Any] | None, field: str = "") -> bytes:
     else:
         raise AMQPEncodeError(f"a table must be a mapping, not {type(table).__name__}", field=field)
     for key, value in entries:
-        path = f"{field}[{key!r}]"
+        path = f'{field}["{key}"]' if isinstance(key, str) else f"{field}[{key!r}]"
         if not isinstance(key, str):
             raise AMQPEncodeError("field-table keys are str", field=path)
         code = type_code_for(value, path)
@@ -441,7 +441,7 @@ def _variable_bytes(info: TypeInfo, value: Any, path: str) -> bytes:
             raise AMQPEncodeError(f"{info.name} takes a list or tuple", field=path)
         parts: list[bytes] = []
         for i, item in enumerate(value):
-            code = type_code_for(item, path)
+            code = type_code_for(item, f"{path}[{i}]")
             parts.append(_pack_B(code))
             _encode_value(code, item, parts, f"{path}[{i}]")
         return b"".join(parts)
