@@ -583,6 +583,10 @@ def encode_table(table: Mapping[str, Any] | None, field: str = "") -> bytes:
         raise AMQPEncodeError(
             f"a field table takes a mapping, not {type(table).__name__}", field=field
         ) from None
+    except RecursionError:  # bounded by the interpreter's stack, not by a cap of ours
+        raise AMQPEncodeError(
+            "field table nests too deeply to encode (or contains itself)", field=field
+        ) from None
     body = b"".join(parts)
     return _pack_I(len(body)) + body
 

@@ -7,6 +7,7 @@ payloads and methods. Nothing but :class:`AMQPEncodeError` may escape, and it na
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -195,3 +196,35 @@ def test_nested_table_paths_name_the_bad_value() -> None:
     with pytest.raises(AMQPEncodeError) as caught:
         encode_draft_frame(DraftMethodFrame(1, draft_declare))
     assert caught.value.field == 'arguments["a"]["b"][1]'
+
+
+def _nested(depth: int) -> dict[str, object]:
+    table: dict[str, object] = {}
+    inner = table
+    for _ in range(depth):
+        inner["a"] = {}
+        inner = inner["a"]  # type: ignore[assignment]
+    return table
+
+
+def test_tables_nested_past_the_stack_or_containing_themselves_are_refused() -> None:
+    cyclic: dict[str, object] = {}
+    cyclic["self"] = cyclic
+    for table in (_nested(10_000), cyclic):
+        with pytest.raises(AMQPEncodeError, match="nests too deeply"):
+            encode_frame(MethodFrame(1, v0_9_1.Queue.Declare(arguments=table)))
+        with pytest.raises(AMQPEncodeError, match="nests too deeply"):
+            encode_draft_frame(DraftMethodFrame(1, draft.Queue.Declare(arguments=table)))
+
+
+def test_docstrings_say_what_encoding_checks() -> None:
+    # The generated field docstrings promise only what the encoders enforce, and say that
+    # the spec's own rules (non-empty, patterns) are left to the peer.
+    source = inspect.getsource(v0_9_1.Queue.Declare)
+    start = source.index("    queue: str")
+    text = " ".join(source[start : source.index("passive:", start)].split())
+    assert "Encoding takes a str of at most 255 bytes" in text
+    assert "Spec checks" not in text and "Not checked by this codec" in text
+    for value in ("q" * 256, 7):  # what the docstring says is refused, is
+        with pytest.raises(AMQPEncodeError):
+            encode_frame(MethodFrame(1, v0_9_1.Queue.Declare(queue=value)))  # type: ignore[arg-type]

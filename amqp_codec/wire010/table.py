@@ -330,19 +330,26 @@ def encode_table(table: Mapping[str, Any] | None, field: str = "") -> bytes:
         entries = table.items()
     else:
         raise AMQPEncodeError(f"a table must be a mapping, not {type(table).__name__}", field=field)
-    for key, value in entries:
-        path = f'{field}["{key}"]' if isinstance(key, str) else f"{field}[{key!r}]"
-        if not isinstance(key, str):
-            raise AMQPEncodeError("field-table keys are str", field=path)
-        code = type_code_for(value, path)
-        raw = key.encode("utf-8", "surrogateescape")
-        if len(raw) > 255:
-            raise AMQPEncodeError("field-table key over 255 bytes", field=path)
-        parts.append(_pack_B(len(raw)))
-        parts.append(raw)
-        parts.append(_pack_B(code))
-        _encode_value(code, value, parts, path)
+    try:
+        for key, value in entries:
+            path = f'{field}["{key}"]' if isinstance(key, str) else f"{field}[{key!r}]"
+            if not isinstance(key, str):
+                raise AMQPEncodeError("field-table keys are str", field=path)
+            code = type_code_for(value, path)
+            raw = key.encode("utf-8", "surrogateescape")
+            if len(raw) > 255:
+                raise AMQPEncodeError("field-table key over 255 bytes", field=path)
+            parts.append(_pack_B(len(raw)))
+            parts.append(raw)
+            parts.append(_pack_B(code))
+            _encode_value(code, value, parts, path)
+    except RecursionError:  # bounded by the interpreter's stack, not by a cap of ours
+        raise AMQPEncodeError(
+            "field table nests too deeply to encode (or contains itself)", field=field
+        ) from None
     body_len = sum(len(p) for p in parts)
+    if body_len > 0xFFFFFFFF:
+        raise AMQPEncodeError(f"field table of {body_len} bytes overflows its size", field=field)
     parts[0] = _pack_I(body_len)
     return b"".join(parts)
 
