@@ -115,6 +115,12 @@ def _one(
         raise
     if time_limit is not None:
         took = time.perf_counter() - start
+        for _ in range(2):  # a busy machine or a garbage collection: fail only if it repeats
+            if took <= time_limit(len(data)):
+                break
+            start = time.perf_counter()
+            target(data)
+            took = min(took, time.perf_counter() - start)
         if took > time_limit(len(data)):
             saved = Path(f"fuzz-slow-{name}-{index}.bin")
             saved.write_bytes(data)
