@@ -17,6 +17,7 @@ run as plain tests without timing thresholds.
 
 from __future__ import annotations
 
+import atexit
 import os
 import tempfile
 from collections import defaultdict
@@ -203,6 +204,7 @@ def capture(data: bytes) -> None:
     if _CAPTURE_PATH is None:
         fd, _CAPTURE_PATH = tempfile.mkstemp(prefix="amqp-codec-fuzz-", suffix=".cap")
         os.close(fd)
+        atexit.register(os.remove, _CAPTURE_PATH)
     with open(_CAPTURE_PATH, "wb") as f:
         f.write(data)
     groups: dict[Any, list[Segment]] = defaultdict(list)
