@@ -50,6 +50,7 @@ from .frames import (
     HeartbeatFrame,
     MethodFrame,
     ProtocolHeader,
+    bad_frame_end,
 )
 from .protocol import (
     MethodDecoder,
@@ -387,11 +388,7 @@ class FrameDecoder:
                 return self.next_frame()
             buf, pos, end = self._buf, 0, 7 + size
         if buf[end] != FRAME_END:
-            raise FrameError(
-                f"frame-end octet is 0x{buf[end]:02x}, not 0xce",
-                offset=self._base + end,
-                channel=channel,
-            )
+            raise bad_frame_end(buf[end], self._base + end, channel)
         start = pos + 7
         if frame_type == FRAME_METHOD:
             frame: Frame = self._method_frame(buf, start, end, channel)
@@ -425,10 +422,7 @@ class FrameDecoder:
 
     def _need_data(self) -> Literal[NeedData.NEED_DATA]:
         if self._eof and self.buffered:
-            raise FrameError(
-                f"stream ended inside a frame ({self.buffered} bytes left over)",
-                offset=self.offset,
-            )
+            raise stream_ended_error(self.buffered, self.offset)
         return NEED_DATA
 
     def _too_large(self, size: int, channel: int) -> AMQPDecodeError:
@@ -504,17 +498,7 @@ class FrameDecoder:
     def _enable_fast_path(self) -> None:
         spec = self._spec
         assert spec is not None
-        connection = spec.connection_class_id
-        self._connection_decoders = {
-            index: decode
-            for index, decode in spec.method_decoders.items()
-            if index >> 16 == connection
-        }
-        self._channel_decoders = {
-            index: decode
-            for index, decode in spec.method_decoders.items()
-            if index >> 16 != connection
-        }
+        self._connection_decoders, self._channel_decoders = _decoders_by_channel(spec)
         self._property_decoders = spec.property_decoders
         self._allowed_tags = spec.table_tags if self._strict_tags else None
         self._version = f"AMQP {spec.name}"
@@ -538,10 +522,13 @@ class FrameDecoder:
                     f"frame of {size} bytes exceeds the negotiated frame_max {self._frame_max}",
                     offset=pos,
                 )
-            if len(buf) - pos <= size:
-                if not self._fill(size + 1):
-                    return self._need_data()
-                buf, pos = self._buf, 0
+        except AMQPDecodeError as exc:
+            raise self._relocate(exc.located(offset=pos), channel) from None
+        if len(buf) - pos <= size:
+            if not self._fill(size + 1):
+                return self._need_data()  # its error already holds a stream offset
+            buf, pos = self._buf, 0
+        try:
             frame = wire010.decode_frame(spec, buf, pos, self.max_table_depth)
         except AMQPDecodeError as exc:
             raise self._relocate(exc.located(offset=pos), channel) from None
@@ -626,6 +613,34 @@ class FrameDecoder:
             error.offset += self._base
         error.channel = channel
         return error
+
+
+def stream_ended_error(left_over: int, offset: int) -> FrameError:
+    """The error for a stream that ends ``left_over`` bytes into a frame starting at ``offset``."""
+    return FrameError(f"stream ended inside a frame ({left_over} bytes left over)", offset=offset)
+
+
+# Per spec, built once: a dissector creates a decoder per resynchronisation.
+_DECODERS_BY_CHANNEL: dict[
+    int, tuple[ProtocolSpec, dict[int, MethodDecoder], dict[int, MethodDecoder]]
+] = {}
+
+
+def _decoders_by_channel(
+    spec: ProtocolSpec,
+) -> tuple[dict[int, MethodDecoder], dict[int, MethodDecoder]]:
+    """``spec``'s method decoders split by channel: (connection class, every other class)."""
+    cached = _DECODERS_BY_CHANNEL.get(id(spec))
+    if cached is None or cached[0] is not spec:
+        connection = spec.connection_class_id
+        decoders = spec.method_decoders.items()
+        cached = (
+            spec,
+            {index: decode for index, decode in decoders if index >> 16 == connection},
+            {index: decode for index, decode in decoders if index >> 16 != connection},
+        )
+        _DECODERS_BY_CHANNEL[id(spec)] = cached
+    return cached[1], cached[2]
 
 
 def decode_method(

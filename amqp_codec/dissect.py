@@ -41,11 +41,11 @@ import struct
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TypeAlias
+from typing import Literal, TypeAlias
 
 from . import v0_9_1
 from .assembly import MessageAssembler
-from .decoder import NEED_DATA, FrameDecoder
+from .decoder import NEED_DATA, FrameDecoder, stream_ended_error
 from .errors import AMQPDecodeError, UnsupportedProtocolError
 from .frames import (
     FRAME_BODY,
@@ -60,6 +60,7 @@ from .frames import (
     HeartbeatFrame,
     MethodFrame,
     ProtocolHeader,
+    bad_frame_end,
 )
 from .protocol import ProtocolSpec
 from .wire010 import frames as wire010
@@ -70,6 +71,8 @@ __all__ = [
     "DEFAULT_SPEC",
     "PROTOCOL_HEADER_NAME",
     "RESYNC_MAX_PAYLOAD",
+    "RESYNC_WORK_ALLOWANCE",
+    "RESYNC_WORK_PER_BYTE",
     "Event",
     "FileStats",
     "FrameEvent",
@@ -85,6 +88,14 @@ __all__ = [
 #: After a decode error, a candidate frame start with a payload larger than this is not
 #: believed unless ``frame_max`` (or a connection.tune / tune-ok seen in the stream) allows it.
 RESYNC_MAX_PAYLOAD = 1024 * 1024
+#: Resynchronisation work budget, in bytes of candidate frames decoded on trial (or fed to a
+#: decoder that resumed, before it catches up with the stream): this much to start with, plus
+#: :data:`RESYNC_WORK_PER_BYTE` per byte of the stream passed. Trial decodes of overlapping
+#: candidates could otherwise cost the square of the input; with it a whole stream costs
+#: O(n). Real damage needs a few trial decodes; a candidate that would exceed the budget is
+#: not believed (a resumed decoder's frame over it is skipped as part of the resync).
+RESYNC_WORK_ALLOWANCE = 4 * 1024 * 1024
+RESYNC_WORK_PER_BYTE = 8
 #: The version problems are described in when the stream's own is not known.
 DEFAULT_SPEC: ProtocolSpec = v0_9_1.SPEC
 #: The protocol header's key in :attr:`FileStats.by_type`.
@@ -277,6 +288,10 @@ class StreamDissector:
     window is where resynchronisation scans. Decoded and skipped bytes are dropped from it
     after every chunk, so it holds at most one frame (or one resync candidate, see
     :data:`RESYNC_MAX_PAYLOAD`) plus one chunk.
+
+    Work is linear in the stream however it is chunked and however many resyncs it needs:
+    every byte is copied into the window once and handed to a decoder at most twice, and trial
+    decodes are paid from a budget that grows with the stream (:data:`RESYNC_WORK_ALLOWANCE`).
     """
 
     def __init__(
@@ -305,7 +320,16 @@ class StreamDissector:
         self._eof = False
         self._tuned_frame_max = 0
         self._end = 0  # stream offset just after the last byte fed (lost bytes count too)
+        # After a resync the new decoder is fed from the window one checked frame at a time
+        # (see _feed_resumed) until it catches up with the stream; then chunks go to it directly.
+        self._catching_up = False
+        self._fed = 0  # stream offset up to which the decoder has been fed
+        self._fed_end = 0  # while catching up: where the frame whose header was fed ends
+        self._fed_channel = 0
+        self._fed_charged = False  # a method or header frame: its bytes count as resync work
+        self._work_spent = 0  # resynchronisation work, see RESYNC_WORK_ALLOWANCE
         self._resumed = False  # took over mid-stream (see resuming): no start-of-stream checks
+        self._budget_refused = False  # a resync candidate was refused for want of budget
 
     @classmethod
     def resuming(
@@ -331,7 +355,7 @@ class StreamDissector:
         dissector._spec_reported = True
         dissector._tuned_frame_max = tuned_frame_max
         dissector._decoder_base = dissector._window_base = dissector._end = offset
-        dissector._scan_pos = dissector._skip_start = offset
+        dissector._scan_pos = dissector._skip_start = dissector._fed = offset
         if forgotten:
             dissector._forget()
         return dissector
@@ -340,6 +364,13 @@ class StreamDissector:
     def tuned_frame_max(self) -> int:
         """The frame_max of the last connection.tune or tune-ok seen (0: none yet)."""
         return self._tuned_frame_max
+
+    @property
+    def budget_refused(self) -> bool:
+        """A resync candidate was passed over because the resync work budget was spent: a
+        dissector that took over mid-stream (:meth:`resuming`) may then differ from one that
+        read the stream from its start, whose budget had grown with every byte before."""
+        return self._budget_refused
 
     # -- public API -----------------------------------------------------------------------
 
@@ -363,7 +394,7 @@ class StreamDissector:
             self._end += len(chunk)
             if not self._done:
                 self._window += chunk
-                if not self._scanning:
+                if not self._scanning and not self._catching_up:
                     self._decoder.receive_data(chunk)
                 self._run()
         return self._take_events()
@@ -388,6 +419,7 @@ class StreamDissector:
                 # Every whole frame has been taken: the decoder holds at most a partial one.
                 self._skip_start = self._decoder_base + self._decoder.offset
                 self._scanning = True
+                self._catching_up = False
             self._forget()
         self._end += length
         self._window = bytearray()
@@ -404,7 +436,7 @@ class StreamDissector:
             raise RuntimeError("finish() called twice")
         self._eof = True
         if not self._done:
-            if not self._scanning:
+            if not self._scanning and not self._catching_up:
                 self._decoder.receive_data(b"")
             self._run()
         for error in self._assembler.unfinished() + self._draft_assembler.unfinished():
@@ -461,10 +493,103 @@ class StreamDissector:
                 )
                 return self._decode_failed(error, start, base)
             if frame is NEED_DATA:
+                if self._catching_up:
+                    fed = self._feed_resumed()
+                    if isinstance(fed, AMQPDecodeError):
+                        return self._decode_failed(fed, start, base)
+                    if fed == "fed":
+                        continue
+                    if fed == "skipped":
+                        return True
                 self._trim(base + decoder.offset)
                 return False
             self._note_spec(decoder)
             self._frame(frame, start, base + decoder.offset)
+
+    def _feed_resumed(self) -> AMQPDecodeError | Literal["fed", "wait", "skipped"]:
+        """Give the decoder that resumed after a resync its next frame from the window.
+
+        A header first, so that the decoder refuses a bad one itself; the rest of the frame
+        only once its frame-end octet is known to be there (else the decoder's own error for
+        it is returned). So a bogus size in the bytes after a resync point never makes a
+        decoder copy the megabytes it announces, and every frame is copied once.
+        """
+        decoder = self._decoder
+        window, window_base = self._window, self._window_base
+        stream_end = window_base + len(window)
+        fed = self._fed
+        if self._fed_end:  # a header was fed: the frame ends at _fed_end
+            end = self._fed_end
+            frame_start = fed - self._header_size()
+            if end >= stream_end:
+                if not self._eof:
+                    return "wait"
+                # The decoder's own error, without handing it the rest of the stream.
+                self._catching_up = False
+                return stream_ended_error(
+                    stream_end - frame_start, frame_start - self._decoder_base
+                )
+            octet = window[end - window_base]
+            channel = self._fed_channel
+            if octet != FRAME_END:
+                return bad_frame_end(octet, end - self._decoder_base, channel)
+            if self._fed_charged and not self._pay(end + 1 - frame_start, frame_start):
+                self._catching_up = False
+                self._scanning = True
+                self._skip_start = frame_start
+                self._scan_pos = frame_start + 1
+                self._forget()
+                return "skipped"
+            decoder.receive_data(bytes(window[fed - window_base : end + 1 - window_base]))
+            self._fed = end + 1
+            self._fed_end = 0
+            return "fed"
+        header_size = self._header_size()
+        if stream_end - fed < header_size:
+            if fed == stream_end and not self._eof:
+                self._catching_up = False  # caught up: chunks go straight to the decoder
+                return "wait"
+            return self._feed_rest_at_eof()
+        i = fed - window_base
+        if header_size == 7:
+            frame_type, channel, size = _unpack_frame_header(window, i)
+            end = fed + 7 + size
+        else:
+            frame_type = window[i + 1]
+            channel = int.from_bytes(window[i + 6 : i + 8], "big")
+            end = fed + int.from_bytes(window[i + 2 : i + 4], "big")
+        decoder.receive_data(bytes(window[i : i + header_size]))
+        self._fed = fed + header_size
+        self._fed_end = max(end, self._fed)  # a size too small for a frame: the decoder refuses it
+        self._fed_channel = channel
+        self._fed_charged = frame_type in (FRAME_METHOD, FRAME_HEADER)
+        return "fed"
+
+    def _feed_rest_at_eof(self) -> Literal["fed", "wait"]:
+        """While catching up: at the end of the stream hand the decoder all that is left."""
+        if not self._eof:
+            return "wait"
+        rest = self._window[self._fed - self._window_base :]
+        if rest:
+            self._decoder.receive_data(bytes(rest))
+        self._decoder.receive_data(b"")
+        self._fed = self._window_base + len(self._window)
+        self._fed_end = 0
+        self._catching_up = False
+        return "fed"
+
+    def _header_size(self) -> int:
+        spec = self._spec or DEFAULT_SPEC
+        return 7 if spec.wire_format == "0-9" else wire010.HEADER_SIZE
+
+    def _pay(self, cost: int, offset: int) -> bool:
+        """Spend ``cost`` bytes of resync work at stream ``offset``, if the budget allows."""
+        budget = RESYNC_WORK_ALLOWANCE + RESYNC_WORK_PER_BYTE * offset - self._work_spent
+        if cost > budget:
+            self._budget_refused = True
+            return False
+        self._work_spent += cost
+        return True
 
     def _note_spec(self, decoder: FrameDecoder) -> None:
         if self._spec_reported or decoder.spec is None:
@@ -554,8 +679,13 @@ class StreamDissector:
           class with content on a non-zero channel, a body on a non-zero channel, a heartbeat
           on channel 0 with no payload.
 
+        Trial decodes of method and header frames are paid from a work budget (see
+        :data:`RESYNC_WORK_ALLOWANCE`); a candidate the budget cannot pay for is not believed,
+        so that a resync storm costs time linear in the stream. Body and heartbeat candidates
+        need no trial: their header says all the decoder would check.
+
         A fresh FrameDecoder for the stream's spec then takes over at p (the failed one stays
-        failed). A candidate whose end is not received yet is waited for; at the end of the
+        failed), fed from the window a frame at a time until it catches up. A candidate whose end is not received yet is waited for; at the end of the
         stream it is passed over. Payload bytes that happen to look like a frame are a
         false positive this cannot rule out; they show up as frames inside the skipped range.
         """
@@ -601,7 +731,7 @@ class StreamDissector:
                     pos += 1
                     continue
                 break  # wait for the rest of this candidate
-            if window[end] != FRAME_END or not self._decodes(bytes(window[pos : end + 1]), spec):
+            if window[end] != FRAME_END or not self._believable(window, pos, end, base, spec):
                 pos += 1
                 continue
             self._resume(base + pos, spec)
@@ -622,6 +752,21 @@ class StreamDissector:
         self._trim(self._scan_pos)
         return False
 
+    def _believable(
+        self, window: bytearray, pos: int, end: int, base: int, spec: ProtocolSpec
+    ) -> bool:
+        """Whether the plausible candidate ``window[pos : end + 1]`` decodes on its own.
+
+        Body and heartbeat frames are decoded from their header alone, which the plausibility
+        check has seen; method and header frames are decoded on trial, within the work budget.
+        """
+        frame_type = window[pos] if spec.wire_format == "0-9" else window[pos + 1]
+        if frame_type not in (FRAME_METHOD, FRAME_HEADER):
+            return True
+        if not self._pay(end + 1 - pos, base + pos):
+            return False
+        return self._decodes(bytes(window[pos : end + 1]), spec)
+
     def _decodes(self, candidate: bytes, spec: ProtocolSpec) -> bool:
         trial = FrameDecoder(spec, frame_max=self.frame_max or None)
         trial.receive_data(candidate)
@@ -633,14 +778,14 @@ class StreamDissector:
     def _resume(self, offset: int, spec: ProtocolSpec) -> None:
         self._events.append(ResyncEvent(self._skip_start, offset, resumed=True))
         self._trim(offset)
-        decoder = FrameDecoder(spec, frame_max=self.frame_max or None)
-        if self._window:
-            decoder.receive_data(bytes(self._window))
-        if self._eof:
-            decoder.receive_data(b"")
-        self._decoder = decoder
+        # Fed from the window frame by frame (_feed_resumed), not with a copy of the window:
+        # resyncs may follow each other every few bytes of a large buffer.
+        self._decoder = FrameDecoder(spec, frame_max=self.frame_max or None)
         self._decoder_base = offset
         self._scanning = False
+        self._catching_up = True
+        self._fed = offset
+        self._fed_end = 0
 
     def _trim(self, offset: int) -> None:
         """Drop window bytes before stream ``offset``."""

@@ -12,7 +12,7 @@ import struct
 from dataclasses import dataclass
 
 from .base import Method, Properties
-from .errors import AMQPEncodeError
+from .errors import AMQPEncodeError, FrameError
 from .wire010.frames import DraftFrame, encode_draft_frame
 
 __all__ = [
@@ -27,6 +27,9 @@ __all__ = [
     "HeartbeatFrame",
     "MethodFrame",
     "ProtocolHeader",
+    "bad_frame_end",
+    "check_channel",
+    "check_payload",
     "encode_frame",
     "encode_message",
 ]
@@ -45,6 +48,11 @@ _pack_header = _FRAME_HEADER.pack
 _pack_content_header = struct.Struct(">HHQ").pack
 # The method frame's end octet, then a content header frame's header and fixed fields.
 _pack_end_and_content_header = struct.Struct(">BBHIHHQ").pack
+
+
+def bad_frame_end(octet: int, offset: int, channel: int) -> FrameError:
+    """The error for a frame whose end octet (at ``offset``) is ``octet``, not 0xCE (501)."""
+    return FrameError(f"frame-end octet is 0x{octet:02x}, not 0xce", offset=offset, channel=channel)
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,27 +131,71 @@ def _frame(frame_type: int, channel: int, payload: bytes) -> bytes:
         ) from None
 
 
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_channel(channel: object) -> None:
+    """Raise :class:`AMQPEncodeError` unless ``channel`` is an int in 0..65535."""
+    if not _is_int(channel) or not 0 <= channel <= 0xFFFF:  # type: ignore[operator]
+        raise AMQPEncodeError(f"channel {channel!r} is not an int in 0..65535", field="channel")
+
+
+def check_payload(payload: object, field: str = "payload") -> bytes:
+    """``payload`` as bytes; :class:`AMQPEncodeError` unless it is bytes, bytearray or memoryview."""
+    if type(payload) is bytes:
+        return payload
+    if isinstance(payload, (bytes, bytearray, memoryview)):
+        return bytes(payload)
+    raise AMQPEncodeError(f"{field} takes bytes, not {type(payload).__name__}", field=field)
+
+
 def encode_frame(frame: Frame) -> bytes:
-    """The wire bytes of ``frame``. Raises :class:`AMQPEncodeError` for values that don't fit."""
+    """The wire bytes of ``frame``.
+
+    Checked before anything is encoded, each raising :class:`AMQPEncodeError` naming the field:
+    the frame is one of the frame classes; ``channel`` an int in 0..65535; a method frame's
+    ``method`` a generated :class:`~amqp_codec.base.Method` (whose fields its encoder checks);
+    a content header's ``properties`` a :class:`~amqp_codec.base.Properties`, ``class_id``
+    and ``weight`` ints in 0..65535 and ``body_size`` in 0..2**64-1; a body's ``payload``
+    bytes; a protocol header's four octets ints in 0..255.
+    """
     if isinstance(frame, MethodFrame):
+        check_channel(frame.channel)
+        if not isinstance(frame.method, Method):
+            raise AMQPEncodeError(
+                f"method takes a generated method, not {type(frame.method).__name__}",
+                field="method",
+            )
         return _frame(FRAME_METHOD, frame.channel, frame.method.encode())
     if isinstance(frame, ContentBodyFrame):
-        return _frame(FRAME_BODY, frame.channel, bytes(frame.payload))
+        check_channel(frame.channel)
+        return _frame(FRAME_BODY, frame.channel, check_payload(frame.payload))
     if isinstance(frame, ContentHeaderFrame):
+        check_channel(frame.channel)
         return _frame(FRAME_HEADER, frame.channel, _content_header(frame))
     if isinstance(frame, HeartbeatFrame):
+        check_channel(frame.channel)
         return _frame(FRAME_HEARTBEAT, frame.channel, b"")
     if isinstance(frame, ProtocolHeader):
-        try:
-            return b"AMQP" + frame.version_bytes
-        except ValueError:
-            raise AMQPEncodeError("protocol header octets must be 0..255") from None
+        octets = (frame.protocol_id, frame.major, frame.minor, frame.revision)
+        if not all(_is_int(o) and 0 <= o <= 255 for o in octets):
+            raise AMQPEncodeError(f"protocol header octets {octets!r} must be ints in 0..255")
+        return b"AMQP" + bytes(octets)
     if isinstance(frame, DraftFrame):  # 99-0's 12-byte frames (amqp_codec.wire010)
         return encode_draft_frame(frame)
     raise AMQPEncodeError(f"not a frame: {type(frame).__name__}")
 
 
 def _content_header(frame: ContentHeaderFrame) -> bytes:
+    if not isinstance(frame.properties, Properties):
+        raise AMQPEncodeError(
+            f"properties takes generated properties, not {type(frame.properties).__name__}",
+            field="properties",
+        )
+    for name in ("class_id", "weight", "body_size"):
+        if not _is_int(getattr(frame, name)):
+            raise AMQPEncodeError(f"{name} takes an int", field=name)
     try:
         fixed = _pack_content_header(frame.class_id, frame.weight, frame.body_size)
     except struct.error:
@@ -164,7 +216,20 @@ def encode_message(
 
     The body is split into frames of at most ``frame_max - 8`` bytes (the frame overhead);
     ``frame_max=0`` means no limit, one body frame. An empty body has no body frames.
+    Checked as in :func:`encode_frame`, and: ``method`` carries content, ``properties`` are of
+    its class, ``body`` is bytes and ``frame_max`` an int (0, or more than 8).
     """
+    check_channel(channel)
+    if not isinstance(method, Method):
+        raise AMQPEncodeError(f"method takes a generated method, not {type(method).__name__}")
+    if not isinstance(properties, Properties):
+        raise AMQPEncodeError(
+            f"properties takes generated properties, not {type(properties).__name__}",
+            field="properties",
+        )
+    body = check_payload(body, "body")
+    if not _is_int(frame_max) or frame_max < 0:
+        raise AMQPEncodeError(f"frame_max {frame_max!r} is not an int >= 0", field="frame_max")
     if not method.HAS_CONTENT:
         raise AMQPEncodeError(f"{method.NAME} does not carry content")
     class_id = method.CLASS_ID

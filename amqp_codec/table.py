@@ -329,10 +329,12 @@ def decode_table(
     the offset just after it. Raises :class:`AMQPDecodeError` (502) with the path to the bad
     value in ``field``.
     """
+    if offset + 4 > end:  # checked against end, not the buffer: bytes past end are not ours
+        raise FrameSyntaxError("field table size cut off by the end of the frame")
     try:
         (size,) = _unpack_I(buf, offset)
-    except struct.error:
-        raise FrameSyntaxError("field table size cut off") from None
+    except struct.error:  # an ``end`` past the buffer's own end
+        raise FrameSyntaxError("field table size cut off by the end of the buffer") from None
     start = offset + 4
     stop = start + size
     if stop > end:
@@ -596,6 +598,10 @@ def encode_table(table: Mapping[str, Any] | None, field: str = "") -> bytes:
     except AttributeError:  # not a mapping
         raise AMQPEncodeError(
             f"a field table takes a mapping, not {type(table).__name__}", field=field
+        ) from None
+    except RecursionError:  # bounded by the interpreter's stack, not by a cap of ours
+        raise AMQPEncodeError(
+            "field table nests too deeply to encode (or contains itself)", field=field
         ) from None
     body = b"".join(parts)
     return _pack_I(len(body)) + body

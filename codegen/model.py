@@ -64,6 +64,30 @@ PY_TYPES = {
     "content": "Content",
 }
 
+# What the encoders check for each wire type (the sentence after "Encoding takes"); a value
+# they refuse raises AMQPEncodeError naming the field. Kept here, next to PY_TYPES, so that
+# the generated docstrings say exactly what amqp_codec.encoding and amqp_codec.wire010 check.
+ENCODE_CHECKS = {
+    "bit": "any value (its truth is the bit)",
+    "octet": "an int in 0..255",
+    "short": "an int in 0..65535",
+    "long": "an int in 0..4294967295",
+    "longlong": "an int in 0..2**64-1",
+    "timestamp": "an int (a Timestamp) in 0..2**64-1",
+    "shortstr": "a str of at most 255 bytes as UTF-8 (surrogate escapes carry other bytes)",
+    "longstr": "bytes, bytearray or memoryview, under 4 GiB",
+    "table": (
+        "a mapping with str keys of at most 255 bytes and values of the field-table types "
+        '(a bad value is named by its path, such as ``arguments["x"][0]``)'
+    ),
+    "uuid": "a uuid.UUID",
+    "rfc1982-long-set": "(lower, upper) pairs of ints in 0..4294967295, at most 8191 pairs",
+    "long-struct": "a typed packed struct",
+    "array": "an Array whose values all fit its type code",
+    "content": "a Content (kind 0 or 1, bytes)",
+    "struct": "an instance of the field's struct class",
+}
+
 # The wire formats the model knows: how frames, method ids and content headers are laid out.
 WIRE_0_9 = "0-9"  # 0-8 and 0-9-1: 7-byte frame header, short class and method ids
 WIRE_0_10_DRAFT = "0-10-draft"  # 99-0: 12-byte frame header, octet ids, packed structs
@@ -148,11 +172,22 @@ class Field:
         return PRIMITIVES[self.wire_type]
 
     @property
+    def encode_checks(self) -> str:
+        """What encoding checks for this field, as a sentence."""
+        return f"Encoding takes {ENCODE_CHECKS[self.wire_type]}."
+
+    @property
+    def spec_rules(self) -> str:
+        """The spec's own rules for the field, which the codec leaves to the peer."""
+        if not self.asserts:
+            return ""
+        rules = "; ".join(dict.fromkeys(self.asserts))
+        return f"The spec also asks: {rules}. Not checked by this codec: the peer enforces it."
+
+    @property
     def doc_text(self) -> str:
-        """Label, documentation and the spec's checks, for the field's docstring."""
-        parts = [sentence(self.label), self.doc]
-        if self.asserts:
-            parts.append("Spec checks: " + "; ".join(dict.fromkeys(self.asserts)) + ".")
+        """Label, documentation, what encoding checks and the spec's rules, for the docstring."""
+        parts = [sentence(self.label), self.doc, self.encode_checks, self.spec_rules]
         return "\n\n".join(part for part in parts if part)
 
     @property

@@ -534,7 +534,7 @@ def test_encode_errors_name_the_field() -> None:
     assert info.value.field == "channel_max"
     with pytest.raises(AMQPEncodeError) as info:
         draft.Queue.Declare(arguments={"x": object()}).encode()
-    assert info.value.field == "arguments['x']"
+    assert info.value.field == 'arguments["x"]'
     with pytest.raises(AMQPEncodeError) as info:
         DeliveryProperties(priority=256).encode()
     assert info.value.field == "priority"

@@ -8,10 +8,16 @@
     quoted  := STRING / ESC
     part    := LBRACE / RBRACE / COLON / COMMA / NUMBER / ID / SYM
     options := map
-    map     := "{" ( keyval ( "," keyval )* )? "}"
-    keyval  := key ":" value          (key: ID or STRING)
+    map     := "{" ( keyval ( "," keyval )* ","? )? "}"
+    keyval  := key ":" value          (key: NUMBER, STRING or ID, read as a value)
     value   := NUMBER / STRING / ID / map / list
-    list    := "[" ( value ( "," value )* )? "]"
+    list    := "[" ( value ( "," value )* ","? )? "]"
+
+As in Qpid's python client: a trailing comma is allowed in maps and lists; a key is read like
+a value (``1`` is the int 1, ``True`` the bool, ``None`` None; Qpid fails on a map or list key,
+and so does this parser); a NUMBER is read as Python 2's ``eval`` reads it (Qpid's reader):
+with a ``.`` a float, else an integer, octal when it has a leading zero (``010`` is 8, and
+``08`` is refused).
 """
 
 from __future__ import annotations
@@ -43,7 +49,7 @@ from ._lexer import (
 )
 from ._model import Address
 from ._validation import OptionProblem, check_options
-from ._values import MAX_DEPTH, OptionMap, OptionValue, Path
+from ._values import MAX_DEPTH, OptionKey, OptionMap, OptionValue, Path
 from ._writer import CONSTANTS, Positions
 
 _PARTS = frozenset({LBRACE, RBRACE, COLON, COMMA, NUMBER, ID, SYM, STRING, ESC})
@@ -54,8 +60,8 @@ EXPECTED_NAME = "a name"
 EXPECTED_AFTER_NAME = "'/', ';' or end of input"
 EXPECTED_AFTER_SUBJECT = "';' or end of input"
 EXPECTED_OPTIONS = "'{'"
-EXPECTED_KEY = "a key (identifier or quoted string)"
-EXPECTED_KEY_OR_END = "a key (identifier or quoted string) or '}'"
+EXPECTED_KEY = "a key (identifier, number or quoted string)"
+EXPECTED_KEY_OR_END = "a key (identifier, number or quoted string) or '}'"
 EXPECTED_NEW_KEY = "a key not already in this map"
 EXPECTED_COLON = "':'"
 EXPECTED_VALUE = "a value (number, string, identifier, map or list)"
@@ -65,6 +71,7 @@ EXPECTED_LIST_NEXT = "',' or ']'"
 EXPECTED_END = "end of input"
 EXPECTED_DEPTH = f"at most {MAX_DEPTH} nested maps and lists"
 EXPECTED_FLOAT = "a number within the range of a float"
+EXPECTED_OCTAL = "octal digits 0-7 after a leading 0 (Qpid reads 010 as 8)"
 
 
 class _Parser:
@@ -144,31 +151,25 @@ class _Parser:
         if depth > MAX_DEPTH:
             raise self.fail(EXPECTED_DEPTH, found=f"a map at depth {depth}")
         self.expect(LBRACE, EXPECTED_OPTIONS)
-        data: dict[str, OptionValue] = {}
-        if self.token.kind == RBRACE:
-            self.advance()
-            return OptionMap._wrap(data)
-        expected_key = EXPECTED_KEY_OR_END
+        data: dict[OptionKey, OptionValue] = {}
         while True:
+            if self.token.kind == RBRACE:  # the empty map, or after a trailing comma
+                self.advance()
+                return OptionMap._wrap(data)
             key_token = self.token
-            if key_token.kind == ID:
-                key = key_token.text
-            elif key_token.kind == STRING:
-                key = string_value(key_token, self.text)
-            else:
-                raise self.fail(expected_key)
+            if key_token.kind not in (ID, STRING, NUMBER):
+                raise self.fail(EXPECTED_KEY_OR_END)
+            key = self.scalar()
+            # Python's dict equality, as Qpid's: 1, 1.0 and True are the same key.
             if key in data:
-                raise self.fail(EXPECTED_NEW_KEY, found=f"duplicate key {shown(key_token.text)}")
-            self.advance()
+                raise self.fail(
+                    EXPECTED_NEW_KEY, key_token, found=f"duplicate key {shown(key_token.text)}"
+                )
             self.expect(COLON, EXPECTED_COLON)
             data[key] = self.value((*path, key), key_token.start, depth)
             if self.token.kind == COMMA:
                 self.advance()
-                expected_key = EXPECTED_KEY
-            elif self.token.kind == RBRACE:
-                self.advance()
-                return OptionMap._wrap(data)
-            else:
+            elif self.token.kind != RBRACE:
                 raise self.fail(EXPECTED_MAP_NEXT)
 
     def list(self, path: Path, depth: int) -> tuple[OptionValue, ...]:
@@ -176,22 +177,17 @@ class _Parser:
             raise self.fail(EXPECTED_DEPTH, found=f"a list at depth {depth}")
         self.expect(LBRACK, "'['")
         items: list[OptionValue] = []
-        if self.token.kind == RBRACK:
-            self.advance()
-            return ()
-        expected_value = EXPECTED_VALUE_OR_END
         while True:
+            if self.token.kind == RBRACK:  # the empty list, or after a trailing comma
+                self.advance()
+                return tuple(items)
             at = self.token.start
             if self.token.kind not in (NUMBER, STRING, ID, LBRACE, LBRACK):
-                raise self.fail(expected_value)
+                raise self.fail(EXPECTED_VALUE_OR_END)
             items.append(self.value((*path, len(items)), at, depth))
             if self.token.kind == COMMA:
                 self.advance()
-                expected_value = EXPECTED_VALUE
-            elif self.token.kind == RBRACK:
-                self.advance()
-                return tuple(items)
-            else:
+            elif self.token.kind != RBRACK:
                 raise self.fail(EXPECTED_LIST_NEXT)
 
     def value(self, path: Path, key_at: int, depth: int) -> OptionValue:
@@ -201,25 +197,35 @@ class _Parser:
             return self.map(path, depth + 1)
         if token.kind == LBRACK:
             return self.list(path, depth + 1)
+        if token.kind in (ID, STRING, NUMBER):
+            return self.scalar()
+        raise self.fail(EXPECTED_VALUE)
+
+    def scalar(self) -> str | int | float | bool | None:
+        """The value of the ID, STRING or NUMBER token at hand (a key or a value)."""
+        token = self.token
         if token.kind == ID:
             self.advance()
             return CONSTANTS.get(token.text, token.text)
         if token.kind == STRING:
             self.advance()
             return string_value(token, self.text)
-        if token.kind == NUMBER:
-            return self.number()
-        raise self.fail(EXPECTED_VALUE)
+        return self.number()
 
     def number(self) -> int | float:
         token = self.token
-        if "." in token.text:
-            value = float(token.text)
+        text = token.text
+        if "." in text:
+            value: int | float = float(text)
             if value in (float("inf"), float("-inf")):
                 raise self.fail(EXPECTED_FLOAT)
         else:
+            digits = text.lstrip("+-")
+            base = 8 if len(digits) > 1 and digits[0] == "0" else 10
+            if base == 8 and not set(digits) <= set("01234567"):
+                raise self.fail(EXPECTED_OCTAL, found=f"number {shown(text)}")
             try:
-                value = int(token.text)
+                value = int(text, base)
             except ValueError:  # more digits than int() converts (sys.get_int_max_str_digits)
                 limit = sys.get_int_max_str_digits()
                 raise self.fail(f"an integer of at most {limit} digits") from None

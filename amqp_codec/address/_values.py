@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 #: An option value: ``bool``, ``int``, ``float``, ``str``, ``None``, a map or a list. In an
 #: :class:`~amqp_codec.address.Address`, maps are :class:`OptionMap` and lists are tuples.
@@ -13,8 +13,12 @@ OptionValue: TypeAlias = (
     "bool | int | float | str | Mapping[str, OptionValue] | Sequence[OptionValue] | None"
 )
 
+#: A map key. Qpid reads a key like a value: ``{1: x}`` has the int key 1, ``{True: x}`` the
+#: bool key True, ``{None: x}`` the key None; only maps and lists cannot be keys.
+OptionKey: TypeAlias = "str | int | float | bool | None"
+
 #: A path to an option: map keys and list indexes, outermost first.
-Path: TypeAlias = tuple[str | int, ...]
+Path: TypeAlias = tuple["OptionKey", ...]
 
 #: Maps and lists nested deeper than this are refused (by the parser and by :class:`OptionMap`).
 MAX_DEPTH = 100
@@ -23,7 +27,9 @@ MAX_DEPTH = 100
 ID_RE = re.compile(r"[a-zA-Z_](?:[a-zA-Z0-9_-]*[a-zA-Z0-9_])?")
 
 
-class OptionMap(Mapping[str, OptionValue]):
+# Keys are typed Any for callers: Mapping's key type is invariant, and nearly every key is a
+# str (``options["node"]``); OptionKey says what a key can be.
+class OptionMap(Mapping[Any, OptionValue]):
     """An immutable, hashable, insertion-ordered map of address options.
 
     It reads like a dict (``options["node"]["type"]``, ``.get``, ``in``, iteration in the
@@ -37,34 +43,35 @@ class OptionMap(Mapping[str, OptionValue]):
     standing for tuples: ``parse("q; {node: {type: queue}}").options == {"node": {"type":
     "queue"}}``.
 
-    ``OptionMap(mapping)`` copies and freezes ``mapping``: keys must be ``str``; values
+    ``OptionMap(mapping)`` copies and freezes ``mapping``: keys must be ``str``, ``bool``,
+    ``int``, ``float`` (finite) or ``None`` (an :data:`OptionKey`); values
     ``bool``, ``int``, ``float`` (finite), ``str``, ``None``, mappings, lists or tuples
     (``TypeError`` / ``ValueError`` otherwise, naming the option's path).
     """
 
     __slots__ = ("_data", "_hash")
 
-    _data: dict[str, OptionValue]
+    _data: dict[OptionKey, OptionValue]
     _hash: int | None
 
-    def __init__(self, items: Mapping[str, object] | None = None) -> None:
+    def __init__(self, items: Mapping[Any, object] | None = None) -> None:
         if items is not None and not isinstance(items, Mapping):
             raise TypeError(f"address options must be a mapping, not {type(items).__name__}")
         self._data = {} if items is None else _freeze_entries(items, (), 1)
         self._hash = None
 
     @classmethod
-    def _wrap(cls, data: dict[str, OptionValue]) -> OptionMap:
+    def _wrap(cls, data: dict[OptionKey, OptionValue]) -> OptionMap:
         """An ``OptionMap`` around ``data``, which must already be frozen (the parser's)."""
         self = cls.__new__(cls)
         self._data = data
         self._hash = None
         return self
 
-    def __getitem__(self, key: str) -> OptionValue:
+    def __getitem__(self, key: OptionKey) -> OptionValue:
         return self._data[key]
 
-    def __iter__(self) -> Iterator[str]:
+    def __iter__(self) -> Iterator[OptionKey]:
         return iter(self._data)
 
     def __len__(self) -> int:
@@ -86,7 +93,7 @@ class OptionMap(Mapping[str, OptionValue]):
     def __repr__(self) -> str:
         return f"OptionMap({self._data!r})"
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> dict[Any, object]:
         """A deep copy made of plain dicts and lists."""
         return {key: _thaw(value) for key, value in self._data.items()}
 
@@ -126,8 +133,8 @@ def format_path(path: Path) -> str:
     """``("node", "x-bindings", 0, "exchange")`` → ``node.x-bindings[0].exchange``."""
     out: list[str] = []
     for part in path:
-        if isinstance(part, int):
-            out.append(f"[{part}]")
+        if not isinstance(part, str):  # a list index, or a key that is not a str
+            out.append(f"[{part!r}]")
         elif ID_RE.fullmatch(part):
             out.append(f".{part}" if out else part)
         else:
@@ -136,7 +143,7 @@ def format_path(path: Path) -> str:
     return "".join(out)
 
 
-def freeze_options(options: Mapping[str, object]) -> OptionMap:
+def freeze_options(options: Mapping[Any, object]) -> OptionMap:
     """``options`` as an :class:`OptionMap` (itself when it already is one)."""
     if isinstance(options, OptionMap):
         return options
@@ -145,17 +152,25 @@ def freeze_options(options: Mapping[str, object]) -> OptionMap:
     return OptionMap._wrap(_freeze_entries(options, (), 1))
 
 
-def _freeze_entries(items: Mapping[str, object], path: Path, depth: int) -> dict[str, OptionValue]:
+def _freeze_entries(
+    items: Mapping[Any, object], path: Path, depth: int
+) -> dict[OptionKey, OptionValue]:
     if depth > MAX_DEPTH:
         raise ValueError(f"option {format_path(path)}: maps and lists nest deeper than {MAX_DEPTH}")
-    data: dict[str, OptionValue] = {}
+    data: dict[OptionKey, OptionValue] = {}
     for key, value in items.items():
-        if not isinstance(key, str):
-            where = f"option {format_path(path)}" if path else "address options"
-            raise TypeError(f"{where}: key {key!r} is not a str")
-        key = str.__str__(key)
-        data[key] = _freeze(value, (*path, key), depth)
+        frozen_key = _freeze_key(key, path)
+        data[frozen_key] = _freeze(value, (*path, frozen_key), depth)
     return data
+
+
+def _freeze_key(key: object, path: Path) -> OptionKey:
+    if key is None or isinstance(key, str | int | float):
+        frozen = _freeze(key, path, 0)
+        assert frozen is None or isinstance(frozen, str | int | float)
+        return frozen
+    where = f"option {format_path(path)}" if path else "address options"
+    raise TypeError(f"{where}: key {key!r} is not a str, bool, int, float or None")
 
 
 def _freeze(value: object, path: Path, depth: int) -> OptionValue:

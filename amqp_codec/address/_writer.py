@@ -8,9 +8,10 @@
   digits, ``_ - . # * % @ $ ^ ! + { } : ,`` and, in a subject, ``/``) is written as it is;
   anything else is written as one double-quoted string. The empty subject is ``name/""``.
   Empty options are left out.
-* Keys and string values are written bare when they are one ID token (and, for values, not
-  one of the words ``True true False false None``), quoted otherwise: ``"amq.topic"``,
-  ``"10"``, ``"True"``, ``"two words"``.
+* Keys and string values are written bare when they are one ID token and not one of the
+  words ``True true False false None``, quoted otherwise: ``"amq.topic"``, ``"10"``,
+  ``"True"``, ``"two words"``. Keys that are not strings are written as values are (``1``,
+  ``True``, ``None``).
 * Quoted strings escape ``\\`` and ``"``, write ``\\n \\r \\t``, and ``\\xHH`` or
   ``\\uHHHH`` for other characters that are not printable (lone surrogates included).
 * ``True``, ``False`` and ``None``; integers in decimal; floats in positional notation with a
@@ -24,8 +25,9 @@ from __future__ import annotations
 import string
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
+from typing import Any
 
-from ._values import ID_RE, OptionValue, Path
+from ._values import ID_RE, OptionKey, OptionValue, Path
 
 #: ID tokens that stand for values rather than strings (as in Qpid's python client).
 CONSTANTS: dict[str, bool | None] = {
@@ -79,9 +81,10 @@ def _bare_or_quoted(text: str, allowed: frozenset[str]) -> str:
     return quote(text)
 
 
-def key_text(key: str) -> str:
-    """A map key: bare when it is one ID token."""
-    return key if ID_RE.fullmatch(key) else quote(key)
+def key_text(key: OptionKey) -> str:
+    """A map key, written like a value: a str bare when it is one ID token and not a word
+    that reads as a constant (``"True"``), else quoted; other keys as their values are."""
+    return scalar_text(key)
 
 
 def scalar_text(value: OptionValue) -> str:
@@ -125,7 +128,7 @@ class _Writer:
         else:
             self.put(scalar_text(value))
 
-    def map(self, value: Mapping[str, OptionValue], path: Path) -> None:
+    def map(self, value: Mapping[Any, OptionValue], path: Path) -> None:
         self.put("{")
         for i, (key, item) in enumerate(value.items()):
             if i:
@@ -138,7 +141,7 @@ class _Writer:
 
 
 def write(
-    name: str, subject: str | None, options: Mapping[str, OptionValue]
+    name: str, subject: str | None, options: Mapping[Any, OptionValue]
 ) -> tuple[str, Positions]:
     """The canonical text of an address, and where each option was written in it."""
     writer = _Writer()

@@ -441,6 +441,8 @@ def check_stream(stream: StreamPlan, edges: Sequence[Edge]) -> Verdict:
     regions = stream.regions
     if any(edge.overflow for edge in edges):
         return Verdict(False, "a message ran on too far past a region's end")
+    if any(edge.budget_refused for edge in edges):
+        return Verdict(False, "a region ran out of resync budget in heavy damage")
     if len(regions) > 1:
         first, assumed = edges[0], stream.spec or DEFAULT_SPEC.name
         if first.spec is not None and first.spec != assumed:

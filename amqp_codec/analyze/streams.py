@@ -321,6 +321,9 @@ class Edge:
     """Channels that had a method frame since the region's start or last loss."""
     overflow: bool = False
     """Reading on past the end to finish a message went further than allowed."""
+    budget_refused: bool = False
+    """A later region's dissector passed over a resync candidate for want of resync budget,
+    which a dissector that read the stream from its start might have had."""
     spec: str | None = None
     """Region 0: the version it detected."""
     tuned_frame_max: int = 0
@@ -474,6 +477,7 @@ class DirectionDissector:
                     self._gap(position, gap.length, gap.ts, capture)
                 self._finish()
         self._flush()
+        self.edge.budget_refused = self.region.index > 0 and self.dissector.budget_refused
         yield from self.rows
         self.rows.clear()
 

@@ -43,6 +43,13 @@ Problem kinds (``CaptureProblem.kind``), stable strings:
     gap where the rest was.
 ``ip-fragment``
     a fragment of an IPv4 or IPv6 packet; fragments are not reassembled, the packet is skipped.
+``too-large``
+    a gzip stream that inflates past :data:`MAX_INFLATED_SIZE` or more than
+    :data:`MAX_INFLATE_RATIO` times its compressed size (past the first
+    :data:`INFLATE_RATIO_FLOOR` bytes); what was inflated up to there is read.
+``too-many-problems``
+    the last item of a file with more than :data:`MAX_PROBLEMS` packet problems: the first
+    ones are yielded, this one counts the rest (by kind) instead of listing them.
 
 Timestamps are ``float`` seconds since the epoch: exact to the microsecond for current dates,
 so nanosecond captures are rounded to about 0.2 microseconds.
@@ -392,6 +399,16 @@ def _cut_problem(parser: _Packets, index: int, caplen: int, wire_len: int) -> Ca
     )
 
 
+#: A gzip-compressed capture is inflated up to this many bytes (the temporary file's size).
+MAX_INFLATED_SIZE = 8 * 1024**3
+#: ... and, past :data:`INFLATE_RATIO_FLOOR` inflated bytes, up to this many times the compressed
+#: bytes read so far. Real captures compress 2-20 times; a stream of zeros 1000 times.
+MAX_INFLATE_RATIO = 200
+INFLATE_RATIO_FLOOR = 1024 * 1024
+#: Problems yielded per capture file; the rest are counted in one ``too-many-problems`` item.
+MAX_PROBLEMS = 1000
+
+
 def read_capture(path: str) -> Iterator[Segment | CaptureProblem]:
     """Yield the TCP segments and the problems of one pcap or pcapng file, in file order.
 
@@ -399,7 +416,30 @@ def read_capture(path: str) -> Iterator[Segment | CaptureProblem]:
     (``tcpdump -z gzip`` rotation) are decompressed first, into an anonymous temporary file.
     Never raises for bad content (see the module docstring for the problem kinds); it yields a
     problem and either goes on with the next packet or, when the file's framing is lost, stops.
+    At most :data:`MAX_PROBLEMS` packet problems are yielded per file, then one that counts the
+    rest (problems about the file as a whole are few and always yielded).
     """
+    problems = 0
+    over: dict[str, int] = {}
+    for item in _read_capture(path):
+        if isinstance(item, CaptureProblem) and item.packet is not None:
+            problems += 1
+            if problems > MAX_PROBLEMS:
+                over[item.kind] = over.get(item.kind, 0) + 1
+                continue
+        yield item
+    if over:
+        counts = ", ".join(f"{n} {kind}" for kind, n in sorted(over.items()))
+        yield CaptureProblem(
+            path,
+            None,
+            "too-many-problems",
+            f"{problems - MAX_PROBLEMS} more packet problems after the first {MAX_PROBLEMS}: "
+            + counts,
+        )
+
+
+def _read_capture(path: str) -> Iterator[Segment | CaptureProblem]:
     try:
         with open(path, "rb") as f:
             if f.read(2) == _GZIP_MAGIC:
@@ -434,6 +474,9 @@ def _read_gzip(path: str, f: BinaryIO) -> Iterator[Segment | CaptureProblem]:
     with tempfile.TemporaryFile() as plain:
         damage = _gunzip(path, f, plain)
         plain.flush()
+        if damage is not None and not plain.tell():
+            yield damage  # nothing came out: the file is a corrupt gzip, not an empty capture
+            return
         yield from _read_mapped(path, plain)
     if damage is not None:  # after the reader's own problem, if any, with its packet index
         yield damage
@@ -445,18 +488,38 @@ def _gunzip(path: str, src: BinaryIO, dst: BinaryIO) -> CaptureProblem | None:
     zlib is driven directly (not ``gzip.GzipFile``) so that every byte decompressed before a
     cut or damage reaches ``dst``, and so that output is produced in bounded steps.
     """
-    step = 1 << 22  # at most 4 MiB of output per call, however well the input compresses
+    step = 1 << 20  # at most 1 MiB of output per call, however well the input compresses
     d = zlib.decompressobj(wbits=31)
     started = False
+    read = inflated = 0
+
+    def too_large() -> CaptureProblem | None:
+        if inflated > MAX_INFLATED_SIZE:
+            why = f"past {MAX_INFLATED_SIZE} bytes"
+        elif inflated > INFLATE_RATIO_FLOOR and inflated > MAX_INFLATE_RATIO * read:
+            why = f"{inflated} bytes from {read}, more than {MAX_INFLATE_RATIO} times"
+        else:
+            return None
+        return CaptureProblem(
+            path, None, "too-large", f"gzip stream inflates {why}: read up to there only"
+        )
+
     try:
-        while chunk := src.read(1 << 20):
+        while chunk := src.read(1 << 16):
+            read += len(chunk)
             while chunk:
                 if not started and not chunk.strip(b"\0"):
                     return None  # zero padding after the last member, as gzip tolerates
                 started = True
-                dst.write(d.decompress(chunk, step))
-                while d.unconsumed_tail:
-                    dst.write(d.decompress(d.unconsumed_tail, step))
+                out = d.decompress(chunk, step)
+                while True:
+                    dst.write(out)
+                    inflated += len(out)
+                    if (problem := too_large()) is not None:
+                        return problem
+                    if not d.unconsumed_tail:
+                        break
+                    out = d.decompress(d.unconsumed_tail, step)
                 if d.eof:  # end of a member: another one may follow
                     chunk = d.unused_data
                     d = zlib.decompressobj(wbits=31)
@@ -464,7 +527,7 @@ def _gunzip(path: str, src: BinaryIO, dst: BinaryIO) -> CaptureProblem | None:
                 else:
                     chunk = b""
     except zlib.error as exc:
-        return CaptureProblem(path, None, "corrupt-file", f"gzip stream: {exc}")
+        return CaptureProblem(path, None, "corrupt-file", f"corrupt gzip stream: {exc}")
     if started:
         dst.write(d.flush())
         return CaptureProblem(path, None, "truncated-file", "gzip stream cut short")

@@ -141,7 +141,9 @@ class Connection:
         The protocol version, major component, as transmitted in the AMQP protocol header. This,
         combined with the protocol minor component fully describe the protocol version, which is
         written in the format major-minor. Hence, with major=1, minor=3, the protocol version
-        would be "1-3"."""
+        would be "1-3".
+
+        Encoding takes an int in 0..255."""
 
         version_minor: int = 0
         """Protocol minor version.
@@ -149,17 +151,24 @@ class Connection:
         The protocol version, minor component, as transmitted in the AMQP protocol header. This,
         combined with the protocol major component fully describe the protocol version, which is
         written in the format major-minor. Hence, with major=1, minor=3, the protocol version
-        would be "1-3"."""
+        would be "1-3".
+
+        Encoding takes an int in 0..255."""
 
         server_properties: Mapping[str, Any] = field(default_factory=FieldTable)
-        """Server properties."""
+        """Server properties.
+
+        Encoding takes a mapping with str keys of at most 255 bytes and values of the field-
+        table types (a bad value is named by its path, such as ``arguments["x"][0]``)."""
 
         mechanisms: bytes = b""
         """Available security mechanisms.
 
         A list of the security mechanisms that the server supports, delimited by spaces.
 
-        Spec checks: must not be empty."""
+        Encoding takes bytes, bytearray or memoryview, under 4 GiB.
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         locales: bytes = b""
         """Available message locales.
@@ -167,7 +176,9 @@ class Connection:
         A list of the message locales that the server supports, delimited by spaces. The locale
         defines the language in which the server will send reply texts.
 
-        Spec checks: must not be empty."""
+        Encoding takes bytes, bytearray or memoryview, under 4 GiB.
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         def __init__(
             self,
@@ -235,7 +246,10 @@ class Connection:
         )
 
         client_properties: Mapping[str, Any] = field(default_factory=FieldTable)
-        """Client properties."""
+        """Client properties.
+
+        Encoding takes a mapping with str keys of at most 255 bytes and values of the field-
+        table types (a bad value is named by its path, such as ``arguments["x"][0]``)."""
 
         mechanism: str = ""
         """Selected security mechanism.
@@ -243,7 +257,10 @@ class Connection:
         A single security mechanisms selected by the client, which must be one of those
         specified by the server.
 
-        Spec checks: must not be empty."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         response: bytes = b""
         """Security response data.
@@ -251,7 +268,9 @@ class Connection:
         A block of opaque data passed to the security mechanism. The contents of this data are
         defined by the SASL security mechanism.
 
-        Spec checks: must not be empty."""
+        Encoding takes bytes, bytearray or memoryview, under 4 GiB.
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         locale: str = ""
         """Selected message locale.
@@ -259,7 +278,10 @@ class Connection:
         A single message locale selected by the client, which must be one of those specified by
         the server.
 
-        Spec checks: must not be empty."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         def __init__(
             self,
@@ -327,7 +349,9 @@ class Connection:
         challenge: bytes = b""
         """Security challenge data.
 
-        Challenge information, a block of opaque binary data passed to the security mechanism."""
+        Challenge information, a block of opaque binary data passed to the security mechanism.
+
+        Encoding takes bytes, bytearray or memoryview, under 4 GiB."""
 
         def __init__(
             self,
@@ -378,7 +402,9 @@ class Connection:
         A block of opaque data passed to the security mechanism. The contents of this data are
         defined by the SASL security mechanism.
 
-        Spec checks: must not be empty."""
+        Encoding takes bytes, bytearray or memoryview, under 4 GiB.
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         def __init__(
             self,
@@ -430,20 +456,26 @@ class Connection:
 
         The maximum total number of channels that the server allows per connection. Zero means
         that the server does not impose a fixed limit, but the number of allowed channels may be
-        limited by available server resources."""
+        limited by available server resources.
+
+        Encoding takes an int in 0..65535."""
 
         frame_max: int = 0
         """Proposed maximum frame size.
 
         The largest frame size that the server proposes for the connection. The client can
         negotiate a lower value. Zero means that the server does not impose any specific limit
-        but may reject very large frames if it cannot allocate resources for them."""
+        but may reject very large frames if it cannot allocate resources for them.
+
+        Encoding takes an int in 0..4294967295."""
 
         heartbeat: int = 0
         """Desired heartbeat delay.
 
         The delay, in seconds, of the connection heartbeat that the server wants. Zero means the
-        server does not want a heartbeat."""
+        server does not want a heartbeat.
+
+        Encoding takes an int in 0..65535."""
 
         def __init__(
             self,
@@ -496,7 +528,10 @@ class Connection:
 
         The maximum total number of channels that the client will use per connection.
 
-        Spec checks: must not be empty; check=le value=channel-max."""
+        Encoding takes an int in 0..65535.
+
+        The spec also asks: must not be empty; check=le value=channel-max. Not checked by this
+        codec: the peer enforces it."""
 
         frame_max: int = 0
         """Negotiated maximum frame size.
@@ -505,13 +540,17 @@ class Connection:
         means that the client does not impose any specific limit but may reject very large
         frames if it cannot allocate resources for them. Note that the frame-max limit applies
         principally to content frames, where large contents can be broken into frames of
-        arbitrary size."""
+        arbitrary size.
+
+        Encoding takes an int in 0..4294967295."""
 
         heartbeat: int = 0
         """Desired heartbeat delay.
 
         The delay, in seconds, of the connection heartbeat that the client wants. Zero means the
-        client does not want a heartbeat."""
+        client does not want a heartbeat.
+
+        Encoding takes an int in 0..65535."""
 
         def __init__(
             self,
@@ -566,21 +605,29 @@ class Connection:
 
         The name of the virtual host to work with.
 
-        Spec checks: must not be empty; check=syntax rule=path; at most 127 bytes; matches
-        ^[a-zA-Z0-9/-_]+$."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: must not be empty; check=syntax rule=path; at most 127 bytes;
+        matches ^[a-zA-Z0-9/-_]+$. Not checked by this codec: the peer enforces it."""
 
         capabilities: str = ""
         """Required capabilities.
 
         The client can specify zero or more capability names, delimited by spaces. The server
-        can use this string to how to process the client's connection request."""
+        can use this string to how to process the client's connection request.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         insist: bool = False
         """Insist on connecting to server.
 
         In a configuration with multiple collaborating servers, the server may respond to a
         Connection.Open method with a Connection.Redirect. The insist option tells the server
-        that the client is insisting on a connection to the specified server."""
+        that the client is insisting on a connection to the specified server.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -639,6 +686,8 @@ class Connection:
         )
 
         known_hosts: str = ""
+        """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         def __init__(
             self,
@@ -694,9 +743,14 @@ class Connection:
         followed by a colon and a port number. If no port number is specified, the client should
         use the default port number for the protocol.
 
-        Spec checks: must not be empty."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         known_hosts: str = ""
+        """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         def __init__(
             self,
@@ -758,20 +812,29 @@ class Connection:
         )
 
         reply_code: int = 0
-        """Spec checks: must not be empty."""
+        """Encoding takes an int in 0..65535.
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         reply_text: str = ""
-        """Spec checks: must not be empty."""
+        """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         class_id: int = 0
         """Failing method class.
 
-        When the close is provoked by a method exception, this is the class of the method."""
+        When the close is provoked by a method exception, this is the class of the method.
+
+        Encoding takes an int in 0..65535."""
 
         method_id: int = 0
         """Failing method ID.
 
-        When the close is provoked by a method exception, this is the ID of the method."""
+        When the close is provoked by a method exception, this is the ID of the method.
+
+        Encoding takes an int in 0..65535."""
 
         def __init__(
             self,
@@ -886,7 +949,9 @@ class Session:
 
         detached_lifetime: int = 0
         """The number of seconds the session's state is retained during periods when no channel (or
-        equivalent) is attached to the session."""
+        equivalent) is attached to the session.
+
+        Encoding takes an int in 0..4294967295."""
 
         def __init__(
             self,
@@ -940,11 +1005,15 @@ class Session:
         )
 
         session_id: UUID = NIL_UUID
-        """The session identifier (a UUID) used to identify this session."""
+        """The session identifier (a UUID) used to identify this session.
+
+        Encoding takes a uuid.UUID."""
 
         detached_lifetime: int = 0
         """The number of seconds the session's state is retained during periods when no channel (or
-        equivalent) is attached to the session."""
+        equivalent) is attached to the session.
+
+        Encoding takes an int in 0..4294967295."""
 
         def __init__(
             self,
@@ -997,7 +1066,9 @@ class Session:
         """Start/stop content frames.
 
         If true (1), the peer starts sending content frames. If false (0), the peer stops
-        sending content frames."""
+        sending content frames.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -1038,7 +1109,9 @@ class Session:
         """Current flow setting.
 
         Confirms the setting of the processed flow method: true (1) means the peer will start
-        sending or continue to send content frames; false (0) means it will not."""
+        sending or continue to send content frames; false (0) means it will not.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -1115,12 +1188,17 @@ class Session:
         reply_code: int = 0
         """The numeric reply code.
 
-        Spec checks: must not be empty."""
+        Encoding takes an int in 0..65535.
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         reply_text: str = ""
         """The localised reply text.
 
-        Spec checks: must not be empty."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         def __init__(
             self,
@@ -1170,7 +1248,9 @@ class Session:
         )
 
         session_id: UUID = NIL_UUID
-        """The session identifier (a UUID) used to identify this session."""
+        """The session identifier (a UUID) used to identify this session.
+
+        Encoding takes a uuid.UUID."""
 
         def __init__(
             self,
@@ -1287,14 +1367,18 @@ class Session:
 
         The low-water mark for seen frame-ids. All ids below this mark have been seen; above
         this mark, there are gaps containing unseen ids (i.e. discontinuous). By definition, the
-        first frame-id above this mark (if it exists) is an unseen id."""
+        first frame-id above this mark (if it exists) is an unseen id.
+
+        Encoding takes an int in 0..4294967295."""
 
         seen_frame_set: RangeSet = ()
         """Set of discontinuous seen ids above cumulative-seen-mark.
 
         This set contains a sequence of discontinuous seen-frame-ids above the low-water mark
         (i.e. above the first gap of unseen ids). In some transports where out-of-order delivery
-        is not possible (such as TCP), this set will always be empty."""
+        is not possible (such as TCP), this set will always be empty.
+
+        Encoding takes (lower, upper) pairs of ints in 0..4294967295, at most 8191 pairs."""
 
         def __init__(
             self,
@@ -1346,7 +1430,9 @@ class Session:
         last_sent_mark: int = 0
         """Frame-id of last sent frame.
 
-        Highest frame-id sent by the sending peer through this session so far."""
+        Highest frame-id sent by the sending peer through this session so far.
+
+        Encoding takes an int in 0..4294967295."""
 
         def __init__(
             self,
@@ -1434,37 +1520,50 @@ class Access:
         configured server-side object that collects a set of resources (exchanges, queues,
         etc.). If the session has already requested an access ticket onto this realm, the
         previous ticket is destroyed and a new ticket is created with the requested access
-        rights, if allowed."""
+        rights, if allowed.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         exclusive: bool = False
         """Request exclusive access.
 
         Request exclusive access to the realm, meaning that this will be the only session that
-        uses the realm's resources."""
+        uses the realm's resources.
+
+        Encoding takes any value (its truth is the bit)."""
 
         passive: bool = False
         """Request passive access.
 
         Request message passive access to the specified access realm. Passive access lets a
-        client get information about resources in the realm but not to make any changes to them."""
+        client get information about resources in the realm but not to make any changes to them.
+
+        Encoding takes any value (its truth is the bit)."""
 
         active: bool = False
         """Request active access.
 
         Request message active access to the specified access realm. Active access lets a client
-        get create and delete resources in the realm."""
+        get create and delete resources in the realm.
+
+        Encoding takes any value (its truth is the bit)."""
 
         write: bool = False
         """Request write access.
 
         Request write access to the specified access realm. Write access lets a client publish
-        messages to all exchanges in the realm."""
+        messages to all exchanges in the realm.
+
+        Encoding takes any value (its truth is the bit)."""
 
         read: bool = False
         """Request read access.
 
         Request read access to the specified access realm. Read access lets a client consume
-        messages from queues in the realm."""
+        messages from queues in the realm.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -1530,7 +1629,9 @@ class Access:
         ticket: int = 0
         """A valid access ticket to be used for gaining access to the server.
 
-        Spec checks: check=ne value=0."""
+        Encoding takes an int in 0..65535.
+
+        The spec also asks: check=ne value=0. Not checked by this codec: the peer enforces it."""
 
         def __init__(
             self,
@@ -1598,10 +1699,17 @@ class Exchange:
         used. All further work done with that exchange must be done with an access ticket for
         the same realm.
 
-        Spec checks: check=ne value=0; must not be empty."""
+        Encoding takes an int in 0..65535.
+
+        The spec also asks: check=ne value=0; must not be empty. Not checked by this codec: the
+        peer enforces it."""
 
         exchange: str = ""
-        """Spec checks: matches [a-zA-Z0-9_]{1,127}."""
+        """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: matches [a-zA-Z0-9_]{1,127}. Not checked by this codec: the peer
+        enforces it."""
 
         type: str = ""
         """Exchange type.
@@ -1611,7 +1719,11 @@ class Exchange:
         through it. It is not valid or meaningful to attempt to change the type of an existing
         exchange.
 
-        Spec checks: matches ^[a-zA-Z0-9-_.:]+$."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: matches ^[a-zA-Z0-9-_.:]+$. Not checked by this codec: the peer
+        enforces it."""
 
         alternate_exchange: str = ""
         """Exchange-name for unroutable messages.
@@ -1619,31 +1731,44 @@ class Exchange:
         In the event that a message cannot be routed, this is the name of the exchange to which
         the message will be sent.
 
-        Spec checks: matches [a-zA-Z0-9_]{1,127}."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: matches [a-zA-Z0-9_]{1,127}. Not checked by this codec: the peer
+        enforces it."""
 
         passive: bool = False
         """Do not create exchange.
 
         If set, the server will not create the exchange. The client can use this to check
-        whether an exchange exists without modifying the server state."""
+        whether an exchange exists without modifying the server state.
+
+        Encoding takes any value (its truth is the bit)."""
 
         durable: bool = False
         """Request a durable exchange.
 
         If set when creating a new exchange, the exchange will be marked as durable. Durable
         exchanges remain active when a server restarts. Non-durable exchanges (transient
-        exchanges) are purged if/when a server restarts."""
+        exchanges) are purged if/when a server restarts.
+
+        Encoding takes any value (its truth is the bit)."""
 
         auto_delete: bool = False
         """Auto-delete when unused.
 
-        If set, the exchange is deleted when all queues have finished using it."""
+        If set, the exchange is deleted when all queues have finished using it.
+
+        Encoding takes any value (its truth is the bit)."""
 
         arguments: Mapping[str, Any] = field(default_factory=FieldTable)
         """Arguments for declaration.
 
         A set of arguments for the declaration. The syntax and semantics of these arguments
-        depends on the server implementation. This field is ignored if passive is 1."""
+        depends on the server implementation. This field is ignored if passive is 1.
+
+        Encoding takes a mapping with str keys of at most 255 bytes and values of the field-
+        table types (a bad value is named by its path, such as ``arguments["x"][0]``)."""
 
         def __init__(
             self,
@@ -1726,17 +1851,25 @@ class Exchange:
         )
 
         ticket: int = 0
-        """Spec checks: check=ne value=0."""
+        """Encoding takes an int in 0..65535.
+
+        The spec also asks: check=ne value=0. Not checked by this codec: the peer enforces it."""
 
         exchange: str = ""
-        """Spec checks: matches [a-zA-Z0-9_]{1,127}; must not be empty."""
+        """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: matches [a-zA-Z0-9_]{1,127}; must not be empty. Not checked by this
+        codec: the peer enforces it."""
 
         if_unused: bool = False
         """Delete only if unused.
 
         If set, the server will only delete the exchange if it has no queue bindings. If the
         exchange has queue bindings the server does not delete it but raises a channel exception
-        instead."""
+        instead.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -1790,13 +1923,18 @@ class Exchange:
         )
 
         ticket: int = 0
-        """Spec checks: check=ne value=0."""
+        """Encoding takes an int in 0..65535.
+
+        The spec also asks: check=ne value=0. Not checked by this codec: the peer enforces it."""
 
         name: str = ""
         """The exchange name.
 
         The name of the exchange for which information is requested. If not specified explicitly
-        the default exchange is implied."""
+        the default exchange is implied.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         def __init__(
             self,
@@ -1880,10 +2018,16 @@ class Queue:
         All further work done with that queue must be done with an access ticket for the same
         realm.
 
-        Spec checks: check=ne value=0."""
+        Encoding takes an int in 0..65535.
+
+        The spec also asks: check=ne value=0. Not checked by this codec: the peer enforces it."""
 
         queue: str = ""
-        """Spec checks: matches [a-zA-Z0-9_].{0,254}."""
+        """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: matches [a-zA-Z0-9_].{0,254}. Not checked by this codec: the peer
+        enforces it."""
 
         alternate_exchange: str = ""
         """Exchange-name for messages with exceptions.
@@ -1894,13 +2038,19 @@ class Queue:
         2. Immediate delivery of a message is requested, but there are no consumers connected to
         the queue.
 
-        Spec checks: matches [a-zA-Z0-9_]{1,127}."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: matches [a-zA-Z0-9_]{1,127}. Not checked by this codec: the peer
+        enforces it."""
 
         passive: bool = False
         """Do not create queue.
 
         If set, the server will not create the queue. This field allows the client to assert the
-        presence of a queue without modifying the server state."""
+        presence of a queue without modifying the server state.
+
+        Encoding takes any value (its truth is the bit)."""
 
         durable: bool = False
         """Request a durable queue.
@@ -1909,14 +2059,18 @@ class Queue:
         remain active when a server restarts. Non-durable queues (transient queues) are purged
         if/when a server restarts. Note that durable queues do not necessarily hold persistent
         messages, although it does not make sense to send persistent messages to a transient
-        queue."""
+        queue.
+
+        Encoding takes any value (its truth is the bit)."""
 
         exclusive: bool = False
         """Request an exclusive queue.
 
         Exclusive queues can only be used from one connection at a time. Once a connection
         declares an exclusive queue, that queue cannot be used by any other connections until
-        the declaring connection closes."""
+        the declaring connection closes.
+
+        Encoding takes any value (its truth is the bit)."""
 
         auto_delete: bool = False
         """Auto-delete queue when unused.
@@ -1927,13 +2081,18 @@ class Queue:
         If this field is set and the exclusive field is not set the queue is deleted when all
         the consumers have finished using it. Last consumer can be cancelled either explicitly
         or because its channel is closed. If there was no consumer ever on the queue, it won't
-        be deleted."""
+        be deleted.
+
+        Encoding takes any value (its truth is the bit)."""
 
         arguments: Mapping[str, Any] = field(default_factory=FieldTable)
         """Arguments for declaration.
 
         A set of arguments for the declaration. The syntax and semantics of these arguments
-        depends on the server implementation. This field is ignored if passive is 1."""
+        depends on the server implementation. This field is ignored if passive is 1.
+
+        Encoding takes a mapping with str keys of at most 255 bytes and values of the field-
+        table types (a bad value is named by its path, such as ``arguments["x"][0]``)."""
 
         def __init__(
             self,
@@ -2018,18 +2177,28 @@ class Queue:
         )
 
         ticket: int = 0
-        """Spec checks: check=ne value=0."""
+        """Encoding takes an int in 0..65535.
+
+        The spec also asks: check=ne value=0. Not checked by this codec: the peer enforces it."""
 
         queue: str = ""
         """Specifies the name of the queue to bind. If the queue name is empty, refers to the
         current queue for the session, which is the last declared queue.
 
-        Spec checks: matches [a-zA-Z0-9_].{0,254}."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: matches [a-zA-Z0-9_].{0,254}. Not checked by this codec: the peer
+        enforces it."""
 
         exchange: str = ""
         """Name of the exchange to bind to.
 
-        Spec checks: matches [a-zA-Z0-9_]{1,127}."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: matches [a-zA-Z0-9_]{1,127}. Not checked by this codec: the peer
+        enforces it."""
 
         routing_key: str = ""
         """Message routing key.
@@ -2040,13 +2209,19 @@ class Queue:
         last queue declared on the session. If the routing key is also empty, the server uses
         this queue name for the routing key as well. If the queue name is provided but the
         routing key is empty, the server does the binding with that empty routing key. The
-        meaning of empty routing keys depends on the exchange implementation."""
+        meaning of empty routing keys depends on the exchange implementation.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         arguments: Mapping[str, Any] = field(default_factory=FieldTable)
         """Arguments for binding.
 
         A set of arguments for the binding. The syntax and semantics of these arguments depends
-        on the exchange class."""
+        on the exchange class.
+
+        Encoding takes a mapping with str keys of at most 255 bytes and values of the field-
+        table types (a bad value is named by its path, such as ``arguments["x"][0]``)."""
 
         def __init__(
             self,
@@ -2123,27 +2298,43 @@ class Queue:
         )
 
         ticket: int = 0
-        """Spec checks: check=ne value=0."""
+        """Encoding takes an int in 0..65535.
+
+        The spec also asks: check=ne value=0. Not checked by this codec: the peer enforces it."""
 
         queue: str = ""
         """Specifies the name of the queue to unbind.
 
-        Spec checks: matches [a-zA-Z0-9_].{0,254}."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: matches [a-zA-Z0-9_].{0,254}. Not checked by this codec: the peer
+        enforces it."""
 
         exchange: str = ""
         """The name of the exchange to unbind from.
 
-        Spec checks: matches [a-zA-Z0-9_]{1,127}."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: matches [a-zA-Z0-9_]{1,127}. Not checked by this codec: the peer
+        enforces it."""
 
         routing_key: str = ""
         """Routing key of binding.
 
-        Specifies the routing key of the binding to unbind."""
+        Specifies the routing key of the binding to unbind.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         arguments: Mapping[str, Any] = field(default_factory=FieldTable)
         """Arguments of binding.
 
-        Specifies the arguments of the binding to unbind."""
+        Specifies the arguments of the binding to unbind.
+
+        Encoding takes a mapping with str keys of at most 255 bytes and values of the field-
+        table types (a bad value is named by its path, such as ``arguments["x"][0]``)."""
 
         def __init__(
             self,
@@ -2214,13 +2405,19 @@ class Queue:
         )
 
         ticket: int = 0
-        """Spec checks: check=ne value=0."""
+        """Encoding takes an int in 0..65535.
+
+        The spec also asks: check=ne value=0. Not checked by this codec: the peer enforces it."""
 
         queue: str = ""
         """Specifies the name of the queue to purge. If the queue name is empty, refers to the
         current queue for the session, which is the last declared queue.
 
-        Spec checks: matches [a-zA-Z0-9_].{0,254}."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: matches [a-zA-Z0-9_].{0,254}. Not checked by this codec: the peer
+        enforces it."""
 
         def __init__(
             self,
@@ -2275,24 +2472,34 @@ class Queue:
         )
 
         ticket: int = 0
-        """Spec checks: check=ne value=0."""
+        """Encoding takes an int in 0..65535.
+
+        The spec also asks: check=ne value=0. Not checked by this codec: the peer enforces it."""
 
         queue: str = ""
         """Specifies the name of the queue to delete. If the queue name is empty, refers to the
         current queue for the session, which is the last declared queue.
 
-        Spec checks: matches [a-zA-Z0-9_].{0,254}."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: matches [a-zA-Z0-9_].{0,254}. Not checked by this codec: the peer
+        enforces it."""
 
         if_unused: bool = False
         """Delete only if unused.
 
         If set, the server will only delete the queue if it has no consumers. If the queue has
-        consumers the server does does not delete it but raises a channel exception instead."""
+        consumers the server does does not delete it but raises a channel exception instead.
+
+        Encoding takes any value (its truth is the bit)."""
 
         if_empty: bool = False
         """Delete only if empty.
 
-        If set, the server will only delete the queue if it has no messages."""
+        If set, the server will only delete the queue if it has no messages.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -2349,7 +2556,11 @@ class Queue:
         queue: str = ""
         """The queried queue.
 
-        Spec checks: matches [a-zA-Z0-9_].{0,254}; must not be empty."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: matches [a-zA-Z0-9_].{0,254}; must not be empty. Not checked by this
+        codec: the peer enforces it."""
 
         def __init__(
             self,
@@ -2426,7 +2637,9 @@ class Basic:
         if it is equal to or smaller in size than the available prefetch size (and also falls
         into other prefetch limits). May be set to zero, meaning "no specific limit", although
         other prefetch limits may still apply. The prefetch-size is ignored if the no-ack option
-        is set."""
+        is set.
+
+        Encoding takes an int in 0..4294967295."""
 
         prefetch_count: int = 0
         """Prefetch window in messages.
@@ -2434,13 +2647,17 @@ class Basic:
         Specifies a prefetch window in terms of whole messages. This field may be used in
         combination with the prefetch-size field; a message will only be sent in advance if both
         prefetch windows (and those at the session and connection level) allow it. The prefetch-
-        count is ignored if the no-ack option is set."""
+        count is ignored if the no-ack option is set.
+
+        Encoding takes an int in 0..65535."""
 
         global_: bool = False
         """Apply to entire connection.
 
         By default the QoS settings apply to the current session only. If this field is set,
-        they are applied to the entire connection."""
+        they are applied to the entire connection.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -2503,40 +2720,58 @@ class Basic:
         )
 
         ticket: int = 0
-        """Spec checks: check=ne value=0."""
+        """Encoding takes an int in 0..65535.
+
+        The spec also asks: check=ne value=0. Not checked by this codec: the peer enforces it."""
 
         queue: str = ""
         """Specifies the name of the queue to consume from. If the queue name is null, refers to
         the current queue for the session, which is the last declared queue.
 
-        Spec checks: matches [a-zA-Z0-9_].{0,254}."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: matches [a-zA-Z0-9_].{0,254}. Not checked by this codec: the peer
+        enforces it."""
 
         consumer_tag: str = ""
         """Specifies the identifier for the consumer. The consumer tag is local to a connection, so
         two clients can use the same consumer tags. If this field is empty the server will
-        generate a unique tag."""
+        generate a unique tag.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         no_local: bool = False
+        """Encoding takes any value (its truth is the bit)."""
 
         no_ack: bool = False
+        """Encoding takes any value (its truth is the bit)."""
 
         exclusive: bool = False
         """Request exclusive access.
 
-        Request exclusive consumer access, meaning only this consumer can access the queue."""
+        Request exclusive consumer access, meaning only this consumer can access the queue.
+
+        Encoding takes any value (its truth is the bit)."""
 
         nowait: bool = False
         """Do not send a reply method.
 
         If set, the server will not respond to the method. The client should not wait for a
         reply method. If the server could not complete the method it will raise a channel or
-        connection exception."""
+        connection exception.
+
+        Encoding takes any value (its truth is the bit)."""
 
         arguments: Mapping[str, Any] = field(default_factory=FieldTable)
         """Arguments for consuming.
 
         A set of arguments for the consume. The syntax and semantics of these arguments depends
-        on the providers implementation."""
+        on the providers implementation.
+
+        Encoding takes a mapping with str keys of at most 255 bytes and values of the field-
+        table types (a bad value is named by its path, such as ``arguments["x"][0]``)."""
 
         def __init__(
             self,
@@ -2613,7 +2848,10 @@ class Basic:
         )
 
         consumer_tag: str = ""
-        """Holds the consumer tag specified by the client or provided by the server."""
+        """Holds the consumer tag specified by the client or provided by the server.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         def __init__(
             self,
@@ -2665,6 +2903,8 @@ class Basic:
         )
 
         consumer_tag: str = ""
+        """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         def __init__(
             self,
@@ -2725,27 +2965,38 @@ class Basic:
         )
 
         ticket: int = 0
-        """Spec checks: check=ne value=0."""
+        """Encoding takes an int in 0..65535.
+
+        The spec also asks: check=ne value=0. Not checked by this codec: the peer enforces it."""
 
         exchange: str = ""
         """Specifies the name of the exchange to publish to. The exchange name can be empty,
         meaning the default exchange. If the exchange name is specified, and that exchange does
         not exist, the server will raise a channel exception.
 
-        Spec checks: matches [a-zA-Z0-9_]{1,127}."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: matches [a-zA-Z0-9_]{1,127}. Not checked by this codec: the peer
+        enforces it."""
 
         routing_key: str = ""
         """Message routing key.
 
         Specifies the routing key for the message. The routing key is used for routing messages
-        depending on the exchange configuration."""
+        depending on the exchange configuration.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         reject_unroutable: bool = False
         """Reject message if unroutable flag.
 
         If the reject-unroutable flag is set, then at the time of publishing the broker
         determines if the message will be routed to any queues. If it will not be routed to any
-        queue then the broker responds with a basic.reject."""
+        queue then the broker responds with a basic.reject.
+
+        Encoding takes any value (its truth is the bit)."""
 
         immediate: bool = False
         """Request immediate delivery.
@@ -2753,7 +3004,9 @@ class Basic:
         If this flag is set, and the resulting message is delivered to a queue with no
         consumers, the message will not be queued but will instead be routed to the alternate-
         exchange for that queue. If no such exchange is defined the message will be silently
-        dropped."""
+        dropped.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -2823,21 +3076,33 @@ class Basic:
         )
 
         consumer_tag: str = ""
+        """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         delivery_tag: int = 0
-        """Spec checks: check=ne value=0."""
+        """Encoding takes an int in 0..2**64-1.
+
+        The spec also asks: check=ne value=0. Not checked by this codec: the peer enforces it."""
 
         redelivered: bool = False
+        """Encoding takes any value (its truth is the bit)."""
 
         exchange: str = ""
         """Specifies the name of the exchange that the message was originally published to.
 
-        Spec checks: matches [a-zA-Z0-9_]{1,127}."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: matches [a-zA-Z0-9_]{1,127}. Not checked by this codec: the peer
+        enforces it."""
 
         routing_key: str = ""
         """Message routing key.
 
-        Specifies the routing key name specified when the message was published."""
+        Specifies the routing key name specified when the message was published.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         def __init__(
             self,
@@ -2910,15 +3175,22 @@ class Basic:
         )
 
         ticket: int = 0
-        """Spec checks: check=ne value=0."""
+        """Encoding takes an int in 0..65535.
+
+        The spec also asks: check=ne value=0. Not checked by this codec: the peer enforces it."""
 
         queue: str = ""
         """Specifies the name of the queue to consume from. If the queue name is null, refers to
         the current queue for the session, which is the last declared queue.
 
-        Spec checks: matches [a-zA-Z0-9_].{0,254}."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: matches [a-zA-Z0-9_].{0,254}. Not checked by this codec: the peer
+        enforces it."""
 
         no_ack: bool = False
+        """Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -2979,27 +3251,39 @@ class Basic:
         )
 
         delivery_tag: int = 0
-        """Spec checks: check=ne value=0."""
+        """Encoding takes an int in 0..2**64-1.
+
+        The spec also asks: check=ne value=0. Not checked by this codec: the peer enforces it."""
 
         redelivered: bool = False
+        """Encoding takes any value (its truth is the bit)."""
 
         exchange: str = ""
         """Specifies the name of the exchange that the message was originally published to. If
         empty, the message was published to the default exchange.
 
-        Spec checks: matches [a-zA-Z0-9_]{1,127}."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: matches [a-zA-Z0-9_]{1,127}. Not checked by this codec: the peer
+        enforces it."""
 
         routing_key: str = ""
         """Message routing key.
 
-        Specifies the routing key name specified when the message was published."""
+        Specifies the routing key name specified when the message was published.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         message_count: int = 0
         """Number of messages pending.
 
         This field reports the number of messages pending on the queue, excluding the message
         being delivered. Note that this figure is indicative, not reliable, and can change
-        arbitrarily as messages are added to the queue and removed by other clients."""
+        arbitrarily as messages are added to the queue and removed by other clients.
+
+        Encoding takes an int in 0..4294967295."""
 
         def __init__(
             self,
@@ -3065,7 +3349,10 @@ class Basic:
         cluster_id: str = ""
         """Cluster id.
 
-        For use by cluster applications, should not be used by client applications."""
+        For use by cluster applications, should not be used by client applications.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         def __init__(
             self,
@@ -3116,7 +3403,9 @@ class Basic:
         )
 
         delivery_tag: int = 0
-        """Spec checks: check=ne value=0."""
+        """Encoding takes an int in 0..2**64-1.
+
+        The spec also asks: check=ne value=0. Not checked by this codec: the peer enforces it."""
 
         multiple: bool = False
         """Acknowledge multiple messages.
@@ -3124,7 +3413,9 @@ class Basic:
         If set to 1, the delivery tag is treated as "up to and including", so that the client
         can acknowledge multiple messages with a single method. If set to zero, the delivery tag
         refers to a single message. If the multiple field is 1, and the delivery tag is zero,
-        tells the server to acknowledge all outstanding messages."""
+        tells the server to acknowledge all outstanding messages.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -3169,13 +3460,17 @@ class Basic:
         )
 
         delivery_tag: int = 0
-        """Spec checks: check=ne value=0."""
+        """Encoding takes an int in 0..2**64-1.
+
+        The spec also asks: check=ne value=0. Not checked by this codec: the peer enforces it."""
 
         requeue: bool = False
         """Requeue the message.
 
         If this field is zero, the message will be discarded. If this bit is 1, the server will
-        attempt to requeue the message."""
+        attempt to requeue the message.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -3221,7 +3516,9 @@ class Basic:
 
         If this field is zero, the message will be redelivered to the original recipient. If
         this bit is 1, the server will attempt to requeue the message, potentially then
-        delivering it to an alternative subscriber."""
+        delivering it to an alternative subscriber.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -3290,7 +3587,9 @@ class File:
         to be sent within the session. Prefetching gives a performance improvement. This field
         specifies the prefetch window size in octets. May be set to zero, meaning "no specific
         limit". Note that other prefetch limits may still apply. The prefetch-size is ignored if
-        the no-ack option is set."""
+        the no-ack option is set.
+
+        Encoding takes an int in 0..4294967295."""
 
         prefetch_count: int = 0
         """Prefetch window in messages.
@@ -3299,13 +3598,17 @@ class File:
         file API implementations. This field may be used in combination with the prefetch-size
         field; a message will only be sent in advance if both prefetch windows (and those at the
         session and connection level) allow it. The prefetch-count is ignored if the no-ack
-        option is set."""
+        option is set.
+
+        Encoding takes an int in 0..65535."""
 
         global_: bool = False
         """Apply to entire connection.
 
         By default the QoS settings apply to the current session only. If this field is set,
-        they are applied to the entire connection."""
+        they are applied to the entire connection.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -3392,40 +3695,58 @@ class File:
         )
 
         ticket: int = 0
-        """Spec checks: check=ne value=0."""
+        """Encoding takes an int in 0..65535.
+
+        The spec also asks: check=ne value=0. Not checked by this codec: the peer enforces it."""
 
         queue: str = ""
         """Specifies the name of the queue to consume from. If the queue name is null, refers to
         the current queue for the session, which is the last declared queue.
 
-        Spec checks: matches [a-zA-Z0-9_].{0,254}."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: matches [a-zA-Z0-9_].{0,254}. Not checked by this codec: the peer
+        enforces it."""
 
         consumer_tag: str = ""
         """Specifies the identifier for the consumer. The consumer tag is local to a connection, so
         two clients can use the same consumer tags. If this field is empty the server will
-        generate a unique tag."""
+        generate a unique tag.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         no_local: bool = False
+        """Encoding takes any value (its truth is the bit)."""
 
         no_ack: bool = False
+        """Encoding takes any value (its truth is the bit)."""
 
         exclusive: bool = False
         """Request exclusive access.
 
-        Request exclusive consumer access, meaning only this consumer can access the queue."""
+        Request exclusive consumer access, meaning only this consumer can access the queue.
+
+        Encoding takes any value (its truth is the bit)."""
 
         nowait: bool = False
         """Do not send a reply method.
 
         If set, the server will not respond to the method. The client should not wait for a
         reply method. If the server could not complete the method it will raise a channel or
-        connection exception."""
+        connection exception.
+
+        Encoding takes any value (its truth is the bit)."""
 
         filter: Mapping[str, Any] = field(default_factory=FieldTable)
         """Arguments for consuming.
 
         A set of filters for the consume. The syntax and semantics of these filters depends on
-        the providers implementation."""
+        the providers implementation.
+
+        Encoding takes a mapping with str keys of at most 255 bytes and values of the field-
+        table types (a bad value is named by its path, such as ``arguments["x"][0]``)."""
 
         def __init__(
             self,
@@ -3501,7 +3822,10 @@ class File:
         )
 
         consumer_tag: str = ""
-        """Holds the consumer tag specified by the client or provided by the server."""
+        """Holds the consumer tag specified by the client or provided by the server.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         def __init__(
             self,
@@ -3550,6 +3874,8 @@ class File:
         )
 
         consumer_tag: str = ""
+        """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         def __init__(
             self,
@@ -3608,14 +3934,19 @@ class File:
         staging to work correctly the sender must use the same staging identifier when staging
         the same message a second time after recovery from a failure. A good choice for the
         staging identifier would be the SHA1 hash of the message properties data (including the
-        original filename, revised time, etc.)."""
+        original filename, revised time, etc.).
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         content_size: int = 0
         """Message content size.
 
         The size of the content in octets. The recipient may use this information to allocate or
         check available space in advance, to avoid "disk full" errors during staging of very
-        large messages."""
+        large messages.
+
+        Encoding takes an int in 0..2**64-1."""
 
         def __init__(
             self,
@@ -3670,7 +4001,9 @@ class File:
         staged_size: int = 0
         """Already staged amount.
 
-        The amount of previously-staged content in octets. For a new message this will be zero."""
+        The amount of previously-staged content in octets. For a new message this will be zero.
+
+        Encoding takes an int in 0..2**64-1."""
 
         def __init__(
             self,
@@ -3741,27 +4074,38 @@ class File:
         )
 
         ticket: int = 0
-        """Spec checks: check=ne value=0."""
+        """Encoding takes an int in 0..65535.
+
+        The spec also asks: check=ne value=0. Not checked by this codec: the peer enforces it."""
 
         exchange: str = ""
         """Specifies the name of the exchange to publish to. The exchange name can be empty,
         meaning the default exchange. If the exchange name is specified, and that exchange does
         not exist, the server will raise a channel exception.
 
-        Spec checks: matches [a-zA-Z0-9_]{1,127}."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: matches [a-zA-Z0-9_]{1,127}. Not checked by this codec: the peer
+        enforces it."""
 
         routing_key: str = ""
         """Message routing key.
 
         Specifies the routing key for the message. The routing key is used for routing messages
-        depending on the exchange configuration."""
+        depending on the exchange configuration.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         mandatory: bool = False
         """Indicate mandatory routing.
 
         This flag tells the server how to react if the message cannot be routed to a queue. If
         this flag is set, the server will return an unroutable message with a Return method. If
-        this flag is zero, the server silently drops the message."""
+        this flag is zero, the server silently drops the message.
+
+        Encoding takes any value (its truth is the bit)."""
 
         immediate: bool = False
         """Request immediate delivery.
@@ -3769,14 +4113,19 @@ class File:
         This flag tells the server how to react if the message cannot be routed to a queue
         consumer immediately. If this flag is set, the server will return an undeliverable
         message with a Return method. If this flag is zero, the server will queue the message,
-        but with no guarantee that it will ever be consumed."""
+        but with no guarantee that it will ever be consumed.
+
+        Encoding takes any value (its truth is the bit)."""
 
         identifier: str = ""
         """Staging identifier.
 
         This is the staging identifier of the message to publish. The message must have been
         staged. Note that a client can send the Publish method asynchronously without waiting
-        for staging to finish."""
+        for staging to finish.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         def __init__(
             self,
@@ -3852,20 +4201,32 @@ class File:
         )
 
         reply_code: int = 0
-        """Spec checks: must not be empty."""
+        """Encoding takes an int in 0..65535.
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         reply_text: str = ""
-        """Spec checks: must not be empty."""
+        """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         exchange: str = ""
         """Specifies the name of the exchange that the message was originally published to.
 
-        Spec checks: matches [a-zA-Z0-9_]{1,127}."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: matches [a-zA-Z0-9_]{1,127}. Not checked by this codec: the peer
+        enforces it."""
 
         routing_key: str = ""
         """Message routing key.
 
-        Specifies the routing key name specified when the message was published."""
+        Specifies the routing key name specified when the message was published.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         def __init__(
             self,
@@ -3939,28 +4300,43 @@ class File:
         )
 
         consumer_tag: str = ""
+        """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         delivery_tag: int = 0
-        """Spec checks: check=ne value=0."""
+        """Encoding takes an int in 0..2**64-1.
+
+        The spec also asks: check=ne value=0. Not checked by this codec: the peer enforces it."""
 
         redelivered: bool = False
+        """Encoding takes any value (its truth is the bit)."""
 
         exchange: str = ""
         """Specifies the name of the exchange that the message was originally published to.
 
-        Spec checks: matches [a-zA-Z0-9_]{1,127}."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: matches [a-zA-Z0-9_]{1,127}. Not checked by this codec: the peer
+        enforces it."""
 
         routing_key: str = ""
         """Message routing key.
 
-        Specifies the routing key name specified when the message was published."""
+        Specifies the routing key name specified when the message was published.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         identifier: str = ""
         """Staging identifier.
 
         This is the staging identifier of the message to deliver. The message must have been
         staged. Note that a server can send the Deliver method asynchronously without waiting
-        for staging to finish."""
+        for staging to finish.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         def __init__(
             self,
@@ -4040,7 +4416,9 @@ class File:
         )
 
         delivery_tag: int = 0
-        """Spec checks: check=ne value=0."""
+        """Encoding takes an int in 0..2**64-1.
+
+        The spec also asks: check=ne value=0. Not checked by this codec: the peer enforces it."""
 
         multiple: bool = False
         """Acknowledge multiple messages.
@@ -4048,7 +4426,9 @@ class File:
         If set to 1, the delivery tag is treated as "up to and including", so that the client
         can acknowledge multiple messages with a single method. If set to zero, the delivery tag
         refers to a single message. If the multiple field is 1, and the delivery tag is zero,
-        tells the server to acknowledge all outstanding messages."""
+        tells the server to acknowledge all outstanding messages.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -4093,13 +4473,17 @@ class File:
         )
 
         delivery_tag: int = 0
-        """Spec checks: check=ne value=0."""
+        """Encoding takes an int in 0..2**64-1.
+
+        The spec also asks: check=ne value=0. Not checked by this codec: the peer enforces it."""
 
         requeue: bool = False
         """Requeue the message.
 
         If this field is zero, the message will be discarded. If this bit is 1, the server will
-        attempt to requeue the message."""
+        attempt to requeue the message.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -4172,27 +4556,35 @@ class Stream:
         processing a message, the following message is already held locally, rather than needing
         to be sent within the session. Prefetching gives a performance improvement. This field
         specifies the prefetch window size in octets. May be set to zero, meaning "no specific
-        limit". Note that other prefetch limits may still apply."""
+        limit". Note that other prefetch limits may still apply.
+
+        Encoding takes an int in 0..4294967295."""
 
         prefetch_count: int = 0
         """Prefetch window in messages.
 
         Specifies a prefetch window in terms of whole messages. This field may be used in
         combination with the prefetch-size field; a message will only be sent in advance if both
-        prefetch windows (and those at the session and connection level) allow it."""
+        prefetch windows (and those at the session and connection level) allow it.
+
+        Encoding takes an int in 0..65535."""
 
         consume_rate: int = 0
         """Transfer rate in octets/second.
 
         Specifies a desired transfer rate in octets per second. This is usually determined by
         the application that uses the streaming data. A value of zero means "no limit", i.e. as
-        rapidly as possible."""
+        rapidly as possible.
+
+        Encoding takes an int in 0..4294967295."""
 
         global_: bool = False
         """Apply to entire connection.
 
         By default the QoS settings apply to the current session only. If this field is set,
-        they are applied to the entire connection."""
+        they are applied to the entire connection.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -4281,38 +4673,55 @@ class Stream:
         )
 
         ticket: int = 0
-        """Spec checks: check=ne value=0."""
+        """Encoding takes an int in 0..65535.
+
+        The spec also asks: check=ne value=0. Not checked by this codec: the peer enforces it."""
 
         queue: str = ""
         """Specifies the name of the queue to consume from. If the queue name is null, refers to
         the current queue for the session, which is the last declared queue.
 
-        Spec checks: matches [a-zA-Z0-9_].{0,254}."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: matches [a-zA-Z0-9_].{0,254}. Not checked by this codec: the peer
+        enforces it."""
 
         consumer_tag: str = ""
         """Specifies the identifier for the consumer. The consumer tag is local to a connection, so
         two clients can use the same consumer tags. If this field is empty the server will
-        generate a unique tag."""
+        generate a unique tag.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         no_local: bool = False
+        """Encoding takes any value (its truth is the bit)."""
 
         exclusive: bool = False
         """Request exclusive access.
 
-        Request exclusive consumer access, meaning only this consumer can access the queue."""
+        Request exclusive consumer access, meaning only this consumer can access the queue.
+
+        Encoding takes any value (its truth is the bit)."""
 
         nowait: bool = False
         """Do not send a reply method.
 
         If set, the server will not respond to the method. The client should not wait for a
         reply method. If the server could not complete the method it will raise a channel or
-        connection exception."""
+        connection exception.
+
+        Encoding takes any value (its truth is the bit)."""
 
         filter: Mapping[str, Any] = field(default_factory=FieldTable)
         """Arguments for consuming.
 
         A set of filters for the consume. The syntax and semantics of these filters depends on
-        the providers implementation."""
+        the providers implementation.
+
+        Encoding takes a mapping with str keys of at most 255 bytes and values of the field-
+        table types (a bad value is named by its path, such as ``arguments["x"][0]``)."""
 
         def __init__(
             self,
@@ -4385,7 +4794,10 @@ class Stream:
         )
 
         consumer_tag: str = ""
-        """Holds the consumer tag specified by the client or provided by the server."""
+        """Holds the consumer tag specified by the client or provided by the server.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         def __init__(
             self,
@@ -4435,6 +4847,8 @@ class Stream:
         )
 
         consumer_tag: str = ""
+        """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         def __init__(
             self,
@@ -4488,27 +4902,38 @@ class Stream:
         )
 
         ticket: int = 0
-        """Spec checks: check=ne value=0."""
+        """Encoding takes an int in 0..65535.
+
+        The spec also asks: check=ne value=0. Not checked by this codec: the peer enforces it."""
 
         exchange: str = ""
         """Specifies the name of the exchange to publish to. The exchange name can be empty,
         meaning the default exchange. If the exchange name is specified, and that exchange does
         not exist, the server will raise a channel exception.
 
-        Spec checks: matches [a-zA-Z0-9_]{1,127}."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: matches [a-zA-Z0-9_]{1,127}. Not checked by this codec: the peer
+        enforces it."""
 
         routing_key: str = ""
         """Message routing key.
 
         Specifies the routing key for the message. The routing key is used for routing messages
-        depending on the exchange configuration."""
+        depending on the exchange configuration.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         mandatory: bool = False
         """Indicate mandatory routing.
 
         This flag tells the server how to react if the message cannot be routed to a queue. If
         this flag is set, the server will return an unroutable message with a Return method. If
-        this flag is zero, the server silently drops the message."""
+        this flag is zero, the server silently drops the message.
+
+        Encoding takes any value (its truth is the bit)."""
 
         immediate: bool = False
         """Request immediate delivery.
@@ -4516,7 +4941,9 @@ class Stream:
         This flag tells the server how to react if the message cannot be routed to a queue
         consumer immediately. If this flag is set, the server will return an undeliverable
         message with a Return method. If this flag is zero, the server will queue the message,
-        but with no guarantee that it will ever be consumed."""
+        but with no guarantee that it will ever be consumed.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -4584,20 +5011,32 @@ class Stream:
         )
 
         reply_code: int = 0
-        """Spec checks: must not be empty."""
+        """Encoding takes an int in 0..65535.
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         reply_text: str = ""
-        """Spec checks: must not be empty."""
+        """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         exchange: str = ""
         """Specifies the name of the exchange that the message was originally published to.
 
-        Spec checks: matches [a-zA-Z0-9_]{1,127}."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: matches [a-zA-Z0-9_]{1,127}. Not checked by this codec: the peer
+        enforces it."""
 
         routing_key: str = ""
         """Message routing key.
 
-        Specifies the routing key name specified when the message was published."""
+        Specifies the routing key name specified when the message was published.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         def __init__(
             self,
@@ -4668,20 +5107,32 @@ class Stream:
         )
 
         consumer_tag: str = ""
+        """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         delivery_tag: int = 0
-        """Spec checks: check=ne value=0."""
+        """Encoding takes an int in 0..2**64-1.
+
+        The spec also asks: check=ne value=0. Not checked by this codec: the peer enforces it."""
 
         exchange: str = ""
         """Specifies the name of the exchange that the message was originally published to.
 
-        Spec checks: matches [a-zA-Z0-9_]{1,127}."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: matches [a-zA-Z0-9_]{1,127}. Not checked by this codec: the peer
+        enforces it."""
 
         queue: str = ""
         """Specifies the name of the queue that the message came from. Note that a single session
         can start many consumers on different queues.
 
-        Spec checks: matches [a-zA-Z0-9_].{0,254}; must not be empty."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: matches [a-zA-Z0-9_].{0,254}; must not be empty. Not checked by this
+        codec: the peer enforces it."""
 
         def __init__(
             self,
@@ -4883,14 +5334,19 @@ class DtxDemarcation:
 
         Access-ticket granted by the server for a specific realm.
 
-        Spec checks: check=ne value=0; must not be empty."""
+        Encoding takes an int in 0..65535.
+
+        The spec also asks: check=ne value=0; must not be empty. Not checked by this codec: the
+        peer enforces it."""
 
         xid: bytes = b""
         """Transaction xid.
 
         Specifies the xid of the transaction branch to be started.
 
-        Spec checks: must not be empty."""
+        Encoding takes bytes, bytearray or memoryview, under 4 GiB.
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         join: bool = False
         """Join with existing xid flag.
@@ -4898,14 +5354,18 @@ class DtxDemarcation:
         Indicate whether this is joining an already associated xid. Indicate that the start
         applies to joining a transaction previously seen.
 
-        Spec checks: must not be empty."""
+        Encoding takes any value (its truth is the bit).
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         resume: bool = False
         """Resume flag.
 
         Indicate that the start applies to resuming a suspended transaction branch specified.
 
-        Spec checks: must not be empty."""
+        Encoding takes any value (its truth is the bit).
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         def __init__(
             self,
@@ -4965,14 +5425,19 @@ class DtxDemarcation:
 
         Access-ticket granted by the server for a specific realm.
 
-        Spec checks: check=ne value=0; must not be empty."""
+        Encoding takes an int in 0..65535.
+
+        The spec also asks: check=ne value=0; must not be empty. Not checked by this codec: the
+        peer enforces it."""
 
         xid: bytes = b""
         """Transaction xid.
 
         Specifies the xid of the transaction branch to be ended.
 
-        Spec checks: must not be empty."""
+        Encoding takes bytes, bytearray or memoryview, under 4 GiB.
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         fail: bool = False
         """Failure flag.
@@ -4980,14 +5445,18 @@ class DtxDemarcation:
         If set, indicates that this portion of work has failed; otherwise this portion of work
         has completed successfully.
 
-        Spec checks: must not be empty."""
+        Encoding takes any value (its truth is the bit).
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         suspend: bool = False
         """Temporary suspension flag.
 
         Indicates that the transaction branch is temporarily suspended in an incomplete state.
 
-        Spec checks: must not be empty."""
+        Encoding takes any value (its truth is the bit).
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         def __init__(
             self,
@@ -5057,21 +5526,28 @@ class DtxCoordination:
 
         Access-ticket granted by the server for a specific realm.
 
-        Spec checks: check=ne value=0; must not be empty."""
+        Encoding takes an int in 0..65535.
+
+        The spec also asks: check=ne value=0; must not be empty. Not checked by this codec: the
+        peer enforces it."""
 
         xid: bytes = b""
         """Transaction xid.
 
         Specifies the xid of the transaction branch to be committed.
 
-        Spec checks: must not be empty."""
+        Encoding takes bytes, bytearray or memoryview, under 4 GiB.
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         one_phase: bool = False
         """One-phase optimization flag.
 
         When set then one-phase commit optimization is used.
 
-        Spec checks: must not be empty."""
+        Encoding takes any value (its truth is the bit).
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         def __init__(
             self,
@@ -5126,14 +5602,19 @@ class DtxCoordination:
 
         Access-ticket granted by the server for a specific realm.
 
-        Spec checks: check=ne value=0; must not be empty."""
+        Encoding takes an int in 0..65535.
+
+        The spec also asks: check=ne value=0; must not be empty. Not checked by this codec: the
+        peer enforces it."""
 
         xid: bytes = b""
         """Transaction xid.
 
         Specifies the xid of the transaction branch to be forgotten.
 
-        Spec checks: must not be empty."""
+        Encoding takes bytes, bytearray or memoryview, under 4 GiB.
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         def __init__(
             self,
@@ -5186,7 +5667,9 @@ class DtxCoordination:
 
         Specifies the xid of the transaction branch for getting the timeout.
 
-        Spec checks: must not be empty."""
+        Encoding takes bytes, bytearray or memoryview, under 4 GiB.
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         def __init__(
             self,
@@ -5236,14 +5719,19 @@ class DtxCoordination:
 
         Access-ticket granted by the server for a specific realm.
 
-        Spec checks: check=ne value=0; must not be empty."""
+        Encoding takes an int in 0..65535.
+
+        The spec also asks: check=ne value=0; must not be empty. Not checked by this codec: the
+        peer enforces it."""
 
         xid: bytes = b""
         """Transaction xid.
 
         Specifies the xid of the transaction branch that can be prepared.
 
-        Spec checks: must not be empty."""
+        Encoding takes bytes, bytearray or memoryview, under 4 GiB.
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         def __init__(
             self,
@@ -5303,21 +5791,28 @@ class DtxCoordination:
 
         Access-ticket granted by the server for a specific realm.
 
-        Spec checks: check=ne value=0; must not be empty."""
+        Encoding takes an int in 0..65535.
+
+        The spec also asks: check=ne value=0; must not be empty. Not checked by this codec: the
+        peer enforces it."""
 
         startscan: bool = False
         """Start recovery scan flag.
 
         Indicates that recovery scan should start.
 
-        Spec checks: must not be empty."""
+        Encoding takes any value (its truth is the bit).
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         endscan: bool = False
         """Flag indicating end scan on return of xids.
 
         Indicates that the recovery scan should end after returning the xids.
 
-        Spec checks: must not be empty."""
+        Encoding takes any value (its truth is the bit).
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         def __init__(
             self,
@@ -5374,14 +5869,19 @@ class DtxCoordination:
 
         Access-ticket granted by the server for a specific realm.
 
-        Spec checks: check=ne value=0; must not be empty."""
+        Encoding takes an int in 0..65535.
+
+        The spec also asks: check=ne value=0; must not be empty. Not checked by this codec: the
+        peer enforces it."""
 
         xid: bytes = b""
         """Transaction xid.
 
         Specifies the xid of the transaction branch that can be rolled back.
 
-        Spec checks: must not be empty."""
+        Encoding takes bytes, bytearray or memoryview, under 4 GiB.
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         def __init__(
             self,
@@ -5434,21 +5934,28 @@ class DtxCoordination:
 
         Access-ticket granted by the server for a specific realm.
 
-        Spec checks: check=ne value=0; must not be empty."""
+        Encoding takes an int in 0..65535.
+
+        The spec also asks: check=ne value=0; must not be empty. Not checked by this codec: the
+        peer enforces it."""
 
         xid: bytes = b""
         """Transaction xid.
 
         Specifies the xid of the transaction branch for setting the timeout.
 
-        Spec checks: must not be empty."""
+        Encoding takes bytes, bytearray or memoryview, under 4 GiB.
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         timeout: int = 0
         """Dtx timeout in seconds.
 
         The transaction timeout value in seconds.
 
-        Spec checks: must not be empty."""
+        Encoding takes an int in 0..4294967295.
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         def __init__(
             self,
@@ -5518,7 +6025,10 @@ class Tunnel:
         """Meta data for the tunnelled block.
 
         This field table holds arbitrary meta-data that the sender needs to pass to the
-        recipient."""
+        recipient.
+
+        Encoding takes a mapping with str keys of at most 255 bytes and values of the field-
+        table types (a bad value is named by its path, such as ``arguments["x"][0]``)."""
 
         def __init__(
             self,
@@ -5583,7 +6093,9 @@ class Message:
         ticket: int = 0
         """Access ticket.
 
-        Spec checks: check=ne value=0."""
+        Encoding takes an int in 0..65535.
+
+        The spec also asks: check=ne value=0. Not checked by this codec: the peer enforces it."""
 
         destination: str = ""
         """Message destination.
@@ -5591,11 +6103,16 @@ class Message:
         Specifies the destination to which the message is to be transferred. The destination can
         be empty, meaning the default exchange or subscription. If the destination is specified,
         and that exchange or subscription does not exist, the peer must raise a channel
-        exception."""
+        exception.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         confirm_mode: int = 0
+        """Encoding takes an int in 0..255."""
 
         acquire_mode: int = 0
+        """Encoding takes an int in 0..255."""
 
         def __init__(
             self,
@@ -5654,10 +6171,14 @@ class Message:
         )
 
         transfers: RangeSet = ()
+        """Encoding takes (lower, upper) pairs of ints in 0..4294967295, at most 8191 pairs."""
 
         code: int = 0
+        """Encoding takes an int in 0..65535."""
 
         text: str = ""
+        """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         def __init__(
             self,
@@ -5713,11 +6234,14 @@ class Message:
         )
 
         transfers: RangeSet = ()
+        """Encoding takes (lower, upper) pairs of ints in 0..4294967295, at most 8191 pairs."""
 
         mode: int = 0
         """One of:
         - any (0): acquire any available messages for consumption
-        - all (1): only acquire messages if all are available for consumption"""
+        - all (1): only acquire messages if all are available for consumption
+
+        Encoding takes an int in 0..255."""
 
         def __init__(
             self,
@@ -5763,6 +6287,7 @@ class Message:
         )
 
         transfers: RangeSet = ()
+        """Encoding takes (lower, upper) pairs of ints in 0..4294967295, at most 8191 pairs."""
 
         def __init__(
             self,
@@ -5807,6 +6332,7 @@ class Message:
         )
 
         transfers: RangeSet = ()
+        """Encoding takes (lower, upper) pairs of ints in 0..4294967295, at most 8191 pairs."""
 
         def __init__(
             self,
@@ -5862,42 +6388,62 @@ class Message:
         )
 
         ticket: int = 0
-        """Spec checks: check=ne value=0."""
+        """Encoding takes an int in 0..65535.
+
+        The spec also asks: check=ne value=0. Not checked by this codec: the peer enforces it."""
 
         queue: str = ""
         """Specifies the name of the subscribed queue.
 
-        Spec checks: matches [a-zA-Z0-9_].{0,254}."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: matches [a-zA-Z0-9_].{0,254}. Not checked by this codec: the peer
+        enforces it."""
 
         destination: str = ""
         """Incoming message destination.
 
         Specifies the destination for the subscription. The destination is local to a
-        connection, so two clients can use the same destination."""
+        connection, so two clients can use the same destination.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         no_local: bool = False
         """Messages not returned to publisher.
 
         If the no-local field is set the server will not send messages to the connection that
-        published them."""
+        published them.
+
+        Encoding takes any value (its truth is the bit)."""
 
         confirm_mode: int = 0
-        """The default confirm-mode for this subscription."""
+        """The default confirm-mode for this subscription.
+
+        Encoding takes an int in 0..255."""
 
         acquire_mode: int = 0
-        """The default acquire-mode for this subscription."""
+        """The default acquire-mode for this subscription.
+
+        Encoding takes an int in 0..255."""
 
         exclusive: bool = False
         """Request exclusive access.
 
         Request exclusive subscription access, meaning only this subscription can access the
-        queue."""
+        queue.
+
+        Encoding takes any value (its truth is the bit)."""
 
         filter: Mapping[str, Any] = field(default_factory=FieldTable)
         """Arguments for filtering.
 
         A set of filters for the subscription. The syntax and semantics of these filters depends
-        on the providers implementation."""
+        on the providers implementation.
+
+        Encoding takes a mapping with str keys of at most 255 bytes and values of the field-
+        table types (a bad value is named by its path, such as ``arguments["x"][0]``)."""
 
         def __init__(
             self,
@@ -5975,6 +6521,8 @@ class Message:
         )
 
         destination: str = ""
+        """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         def __init__(
             self,
@@ -6027,19 +6575,29 @@ class Message:
         )
 
         ticket: int = 0
-        """Spec checks: check=ne value=0."""
+        """Encoding takes an int in 0..65535.
+
+        The spec also asks: check=ne value=0. Not checked by this codec: the peer enforces it."""
 
         queue: str = ""
         """Specifies the name of the queue to consume from. If the queue name is null, refers to
         the current queue for the session, which is the last declared queue.
 
-        Spec checks: matches [a-zA-Z0-9_].{0,254}."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: matches [a-zA-Z0-9_].{0,254}. Not checked by this codec: the peer
+        enforces it."""
 
         destination: str = ""
         """On normal completion of the get request (i.e. a response of ok). A message will be
-        transferred to the supplied destination."""
+        transferred to the supplied destination.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         no_ack: bool = False
+        """Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -6106,7 +6664,9 @@ class Message:
 
         If this field is zero, the message will be redelivered to the original recipient. If
         this bit is 1, the server will attempt to requeue the message, potentially then
-        delivering it to an alternative subscriber."""
+        delivering it to an alternative subscriber.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -6152,6 +6712,7 @@ class Message:
         )
 
         reference: bytes = b""
+        """Encoding takes bytes, bytearray or memoryview, under 4 GiB."""
 
         def __init__(
             self,
@@ -6196,7 +6757,9 @@ class Message:
         )
 
         reference: bytes = b""
-        """Target reference."""
+        """Target reference.
+
+        Encoding takes bytes, bytearray or memoryview, under 4 GiB."""
 
         def __init__(
             self,
@@ -6242,10 +6805,14 @@ class Message:
         )
 
         reference: bytes = b""
-        """Target reference."""
+        """Target reference.
+
+        Encoding takes bytes, bytearray or memoryview, under 4 GiB."""
 
         bytes: bytes = b""
-        """Data to append."""
+        """Data to append.
+
+        Encoding takes bytes, bytearray or memoryview, under 4 GiB."""
 
         def __init__(
             self,
@@ -6300,7 +6867,9 @@ class Message:
         )
 
         reference: bytes = b""
-        """Target reference."""
+        """Target reference.
+
+        Encoding takes bytes, bytearray or memoryview, under 4 GiB."""
 
         identifier: str = ""
         """Checkpoint identifier.
@@ -6308,7 +6877,10 @@ class Message:
         This is the checkpoint identifier. This is an arbitrary string chosen by the sender. For
         checkpointing to work correctly the sender must use the same checkpoint identifier when
         resuming the message. A good choice for the checkpoint identifier would be the SHA1 hash
-        of the message properties data (including the original filename, revised time, etc.)."""
+        of the message properties data (including the original filename, revised time, etc.).
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         def __init__(
             self,
@@ -6364,10 +6936,15 @@ class Message:
         )
 
         reference: bytes = b""
-        """Target reference."""
+        """Target reference.
+
+        Encoding takes bytes, bytearray or memoryview, under 4 GiB."""
 
         identifier: str = ""
-        """Checkpoint identifier."""
+        """Checkpoint identifier.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         def __init__(
             self,
@@ -6439,7 +7016,9 @@ class Message:
         if it is equal to or smaller in size than the available prefetch size (and also falls
         into other prefetch limits). May be set to zero, meaning "no specific limit", although
         other prefetch limits may still apply. The prefetch-size is ignored if the no-ack option
-        is set."""
+        is set.
+
+        Encoding takes an int in 0..4294967295."""
 
         prefetch_count: int = 0
         """Prefetch window in messages.
@@ -6447,13 +7026,17 @@ class Message:
         Specifies a prefetch window in terms of whole messages. This field may be used in
         combination with the prefetch-size field; a message will only be sent in advance if both
         prefetch windows (and those at the session and connection level) allow it. The prefetch-
-        count is ignored if the no-ack option is set."""
+        count is ignored if the no-ack option is set.
+
+        Encoding takes an int in 0..65535."""
 
         global_: bool = False
         """Apply to entire connection.
 
         By default the QoS settings apply to the current session only. If this field is set,
-        they are applied to the entire connection."""
+        they are applied to the entire connection.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -6520,11 +7103,15 @@ class Message:
         )
 
         destination: str = ""
+        """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         mode: int = 0
         """One of:
         - credit (0): choose credit based flow control
-        - window (1): choose window based flow control"""
+        - window (1): choose window based flow control
+
+        Encoding takes an int in 0..255."""
 
         def __init__(
             self,
@@ -6583,16 +7170,22 @@ class Message:
         )
 
         destination: str = ""
+        """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         unit: int = 0
         """Specifies the unit of credit balance.
 
         One of:
         - message (0)
-        - byte    (1)"""
+        - byte    (1)
+
+        Encoding takes an int in 0..255."""
 
         value: int = 0
-        """A value of (0xFFFFFFFF) indicates an infinite amount of credit."""
+        """A value of (0xFFFFFFFF) indicates an infinite amount of credit.
+
+        Encoding takes an int in 0..4294967295."""
 
         def __init__(
             self,
@@ -6645,6 +7238,8 @@ class Message:
         )
 
         destination: str = ""
+        """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         def __init__(
             self,
@@ -6693,6 +7288,8 @@ class Message:
         )
 
         destination: str = ""
+        """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         def __init__(
             self,
@@ -6769,7 +7366,9 @@ class Message:
         value: int = 0
         """Offset into a reference body.
 
-        Offset in bytes into message body data."""
+        Offset in bytes into message body data.
+
+        Encoding takes an int in 0..2**64-1."""
 
         def __init__(
             self,
@@ -6822,30 +7421,44 @@ class Binding:
         )
 
         ticket: int = 0
-        """Spec checks: check=ne value=0."""
+        """Encoding takes an int in 0..65535.
+
+        The spec also asks: check=ne value=0. Not checked by this codec: the peer enforces it."""
 
         exchange: str = ""
         """The exchange name.
 
         The name of the exchange for which binding information is being requested. If not
-        specified explicitly the default exchange is implied."""
+        specified explicitly the default exchange is implied.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         queue: str = ""
         """A queue name.
 
-        If populated then determine whether the given queue is bound to the exchange."""
+        If populated then determine whether the given queue is bound to the exchange.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         routing_key: str = ""
         """A routing-key.
 
         If populated defines the routing key of the binding of interest, if not populated the
-        request will ignore the routing key on bindings when searching for a match."""
+        request will ignore the routing key on bindings when searching for a match.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         arguments: Mapping[str, Any] = field(default_factory=FieldTable)
         """A set of binding arguments.
 
         If populated defines the arguments of the binding of interest if not populated the
-        request will ignore the arguments on bindings when searching for a match"""
+        request will ignore the arguments on bindings when searching for a match
+
+        Encoding takes a mapping with str keys of at most 255 bytes and values of the field-
+        table types (a bad value is named by its path, such as ``arguments["x"][0]``)."""
 
         def __init__(
             self,
@@ -6964,13 +7577,17 @@ class Execution:
 
         The low-water mark for executed command-ids. All ids below this mark have been executed;
         above this mark, there are gaps containing unexecuted command ids (i.e. discontinuous).
-        By definition, the first id above this mark (if it exists) is an unexecuted command-id."""
+        By definition, the first id above this mark (if it exists) is an unexecuted command-id.
+
+        Encoding takes an int in 0..4294967295."""
 
         ranged_execution_set: RangeSet = ()
         """Set of discontinuous command ids above cumulative-execution-mark.
 
         This set contains a sequence of discontinuous executed command-ids above the low-water
-        mark (i.e. above the first gap of unexecuted command ids)."""
+        mark (i.e. above the first gap of unexecuted command ids).
+
+        Encoding takes (lower, upper) pairs of ints in 0..4294967295, at most 8191 pairs."""
 
         def __init__(
             self,
@@ -7044,8 +7661,10 @@ class Execution:
         )
 
         command_id: int = 0
+        """Encoding takes an int in 0..4294967295."""
 
         data: PackedStruct | None = None
+        """Encoding takes a typed packed struct."""
 
         def __init__(
             self,

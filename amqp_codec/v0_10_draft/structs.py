@@ -83,9 +83,13 @@ class ReplyTo(PackedStruct):
     )
 
     exchange_name: str | None = None
-    """Spec checks: matches [a-zA-Z0-9_]{1,127}."""
+    """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other bytes).
+
+    The spec also asks: matches [a-zA-Z0-9_]{1,127}. Not checked by this codec: the peer
+    enforces it."""
 
     routing_key: str | None = None
+    """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other bytes)."""
 
     def encode_body(self) -> bytes:
         """Packing flags, then the values of the present fields."""
@@ -167,19 +171,25 @@ class DeliveryProperties(PackedStruct):
 
     If set on a message that is not routable the broker can discard it. If not set unroutable
     should be handled by reject when confirmation is on or by routing to the alternate-exchange
-    if defined when confirmation is off."""
+    if defined when confirmation is off.
+
+    Encoding takes any value (its truth is the bit)."""
 
     redelivered: bool = False
     """Redelivery flag.
 
     This boolean flag indicates that the message has been previously delivered to this or
-    another client."""
+    another client.
+
+    Encoding takes any value (its truth is the bit)."""
 
     priority: int | None = None
     """Message priority, 0 to 9.
 
     Message priority, which can be between 0 and 9. Messages with higher priorities may be
-    delivered before those with lower priorities."""
+    delivered before those with lower priorities.
+
+    Encoding takes an int in 0..255."""
 
     delivery_mode: int | None = None
     """Message persistence.
@@ -193,26 +203,34 @@ class DeliveryProperties(PackedStruct):
 
     Conversely, a non-persistent message may be lost in event of a failure, but the nature of
     the communication is such that an occasional message loss is tolerable. This is the lowest
-    overhead mode. Non-persistent messages are delivered at most once only."""
+    overhead mode. Non-persistent messages are delivered at most once only.
+
+    Encoding takes an int in 0..255."""
 
     ttl: int | None = None
     """Time to live.
 
     If this is set to a non zero value then a message expiration time will be computed based on
     the current time plus this value. Messages that live longer than their expiration time will
-    be discarded (or dead lettered)."""
+    be discarded (or dead lettered).
+
+    Encoding takes an int in 0..2**64-1."""
 
     timestamp: Timestamp | int | None = None
     """Message timestamp.
 
-    The timestamp is set by the broker on arrival of the message."""
+    The timestamp is set by the broker on arrival of the message.
+
+    Encoding takes an int (a Timestamp) in 0..2**64-1."""
 
     expiration: Timestamp | int | None = None
     """Message expiration time.
 
     The expiration header assigned by the broker. After receiving the message the broker sets
     expiration to the sum of the ttl specified in the publish method and the current time.
-    (ttl=expiration - timestamp)"""
+    (ttl=expiration - timestamp)
+
+    Encoding takes an int (a Timestamp) in 0..2**64-1."""
 
     exchange: str | None = None
     """Originating exchange.
@@ -221,7 +239,10 @@ class DeliveryProperties(PackedStruct):
     methods. Exchange names may consist of any mixture of digits, letters, and underscores.
     Exchange names are scoped by the virtual host.
 
-    Spec checks: matches [a-zA-Z0-9_]{1,127}."""
+    Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other bytes).
+
+    The spec also asks: matches [a-zA-Z0-9_]{1,127}. Not checked by this codec: the peer
+    enforces it."""
 
     routing_key: str | None = None
     """Message routing key.
@@ -229,7 +250,9 @@ class DeliveryProperties(PackedStruct):
     The value of the key determines to which queue the exchange will send the message. The way
     in which keys are used to make this routing decision depends on the type of exchange to
     which the message is sent. For example, a direct exchange will route a message to a queue if
-    that queue is bound to the exchange with an identical key to that of the message."""
+    that queue is bound to the exchange with an identical key to that of the message.
+
+    Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other bytes)."""
 
     def encode_body(self) -> bytes:
         """Packing flags, then the values of the present fields."""
@@ -386,7 +409,9 @@ class MessageProperties(PackedStruct):
     content_length: int | None = None
     """Length of content in bytes.
 
-    The length of the message content in bytes."""
+    The length of the message content in bytes.
+
+    Encoding takes an int in 0..2**64-1."""
 
     message_id: str | None = None
     """Application message identifier.
@@ -395,61 +420,84 @@ class MessageProperties(PackedStruct):
     instances, sessions and in time. This allows duplicate messages to be detected. This may be
     a UUID. Note that this is usually set by the server when it first receives a message.
 
-    If a client wishes to identify a message, it should use the correlation-id instead."""
+    If a client wishes to identify a message, it should use the correlation-id instead.
+
+    Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other bytes)."""
 
     correlation_id: str | None = None
     """Application correlation identifier.
 
     This is a client-specific id that may be used to mark or identify messages between clients.
-    The server ignores this field."""
+    The server ignores this field.
+
+    Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other bytes)."""
 
     reply_to: ReplyTo | None = None
     """Destination to reply to.
 
-    The destination of any message that is sent in reply to this message."""
+    The destination of any message that is sent in reply to this message.
+
+    Encoding takes an instance of the field's struct class."""
 
     content_type: str | None = None
     """MIME content type.
 
     The RFC-2046 MIME type for the message content (such as "text/plain"). This is set by the
-    originating client."""
+    originating client.
+
+    Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other bytes)."""
 
     content_encoding: str | None = None
     """MIME content encoding.
 
     The encoding for character-based message content. This is set by the originating client.
-    Examples include UTF-8 and ISO-8859-16."""
+    Examples include UTF-8 and ISO-8859-16.
+
+    Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other bytes)."""
 
     type: str | None = None
     """Message type name.
 
-    The JMS message type."""
+    The JMS message type.
+
+    Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other bytes)."""
 
     user_id: str | None = None
     """Creating user id.
 
-    The identity of the user responsible for producing the message."""
+    The identity of the user responsible for producing the message.
+
+    Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other bytes)."""
 
     app_id: str | None = None
     """Creating application id.
 
-    The identity of the client application responsible for producing the message."""
+    The identity of the client application responsible for producing the message.
+
+    Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other bytes)."""
 
     transaction_id: str | None = None
     """Distributed transaction id.
 
-    An identifier that links this message to a distributed transaction."""
+    An identifier that links this message to a distributed transaction.
+
+    Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other bytes)."""
 
     security_token: bytes | None = None
     """Security token.
 
-    A security token used for authentication, replay prevention, and encrypted message bodies."""
+    A security token used for authentication, replay prevention, and encrypted message bodies.
+
+    Encoding takes bytes, bytearray or memoryview, under 4 GiB."""
 
     application_headers: Mapping[str, Any] | None = None
     """Application specific headers table.
 
     This is a collection of user-defined headers or properties which may be set by the producing
-    client and retrieved by the consuming client. Similar to JMS Properties."""
+    client and retrieved by the consuming client. Similar to JMS Properties.
+
+    Encoding takes a mapping with str keys of at most 255 bytes and values of the field-table
+    types (a bad value is named by its path, such as ``arguments["x"][0]``)."""
 
     def encode_body(self) -> bytes:
         """Packing flags, then the values of the present fields."""
@@ -596,7 +644,9 @@ class ExecutionHeader(PackedStruct):
     """Request notification of completion for a specific command.
 
     Indicates that the peer sending the request wants to be notified when this command is
-    completed."""
+    completed.
+
+    Encoding takes any value (its truth is the bit)."""
 
     def encode_body(self) -> bytes:
         """Packing flags, then the values of the present fields."""
@@ -659,24 +709,33 @@ class ExchangeQueryResult(PackedStruct):
     type: str | None = None
     """Indicate the exchange type.
 
-    The type of the exchange. Will be empty if the exchange is not found."""
+    The type of the exchange. Will be empty if the exchange is not found.
+
+    Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other bytes)."""
 
     durable: bool = False
     """Indicate the durability.
 
     The durability of the exchange, i.e. if set the exchange is durable. Will not be set if the
-    exchange is not found."""
+    exchange is not found.
+
+    Encoding takes any value (its truth is the bit)."""
 
     not_found: bool = False
     """Indicate an unknown exchange.
 
-    If set, the exchange for which information was requested is not known."""
+    If set, the exchange for which information was requested is not known.
+
+    Encoding takes any value (its truth is the bit)."""
 
     arguments: Mapping[str, Any] | None = None
     """Other unspecified exchange properties.
 
     A set of properties of the exchange whose syntax and semantics depends on the server
-    implementation. Will be empty if the exchange is not found."""
+    implementation. Will be empty if the exchange is not found.
+
+    Encoding takes a mapping with str keys of at most 255 bytes and values of the field-table
+    types (a bad value is named by its path, such as ``arguments["x"][0]``)."""
 
     def encode_body(self) -> bytes:
         """Packing flags, then the values of the present fields."""
@@ -759,29 +818,44 @@ class QueueQueryResult(PackedStruct):
     queue: str | None = None
     """Reports the name of the queue.
 
-    Spec checks: matches [a-zA-Z0-9_].{0,254}; must not be empty."""
+    Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other bytes).
+
+    The spec also asks: matches [a-zA-Z0-9_].{0,254}; must not be empty. Not checked by this
+    codec: the peer enforces it."""
 
     alternate_exchange: str | None = None
-    """Spec checks: matches [a-zA-Z0-9_]{1,127}."""
+    """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other bytes).
+
+    The spec also asks: matches [a-zA-Z0-9_]{1,127}. Not checked by this codec: the peer
+    enforces it."""
 
     durable: bool = False
+    """Encoding takes any value (its truth is the bit)."""
 
     exclusive: bool = False
+    """Encoding takes any value (its truth is the bit)."""
 
     auto_delete: bool = False
+    """Encoding takes any value (its truth is the bit)."""
 
     arguments: Mapping[str, Any] | None = None
+    """Encoding takes a mapping with str keys of at most 255 bytes and values of the field-table
+    types (a bad value is named by its path, such as ``arguments["x"][0]``)."""
 
     message_count: int | None = None
     """Number of messages in queue.
 
-    Reports the number of messages in the queue."""
+    Reports the number of messages in the queue.
+
+    Encoding takes an int in 0..4294967295."""
 
     consumer_count: int | None = None
     """Number of consumers.
 
     Reports the number of active consumers for the queue. Note that consumers can suspend
-    activity (Session.Flow) in which case they do not appear in this count."""
+    activity (Session.Flow) in which case they do not appear in this count.
+
+    Encoding takes an int in 0..4294967295."""
 
     def encode_body(self) -> bytes:
         """Packing flags, then the values of the present fields."""
@@ -893,7 +967,9 @@ class DtxDemarcationStartResult(PackedStruct):
 
     xa-rbtimeout: The work represented by this transaction branch took too long.
 
-    Spec checks: must not be empty."""
+    Encoding takes an int in 0..65535.
+
+    The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
     def encode_body(self) -> bytes:
         """Packing flags, then the values of the present fields."""
@@ -968,7 +1044,9 @@ class DtxDemarcationEndResult(PackedStruct):
 
     xa-rbtimeout: The work represented by this transaction branch took too long.
 
-    Spec checks: must not be empty."""
+    Encoding takes an int in 0..65535.
+
+    The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
     def encode_body(self) -> bytes:
         """Packing flags, then the values of the present fields."""
@@ -1052,7 +1130,9 @@ class DtxCoordinationCommitResult(PackedStruct):
 
     xa-rbtimeout: The work represented by this transaction branch took too long.
 
-    Spec checks: must not be empty."""
+    Encoding takes an int in 0..65535.
+
+    The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
     def encode_body(self) -> bytes:
         """Packing flags, then the values of the present fields."""
@@ -1119,7 +1199,9 @@ class DtxCoordinationGetTimeoutResult(PackedStruct):
 
     The current transaction timeout value in seconds.
 
-    Spec checks: must not be empty."""
+    Encoding takes an int in 0..4294967295.
+
+    The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
     def encode_body(self) -> bytes:
         """Packing flags, then the values of the present fields."""
@@ -1197,7 +1279,9 @@ class DtxCoordinationPrepareResult(PackedStruct):
 
     xa-rbtimeout: The work represented by this transaction branch took too long.
 
-    Spec checks: must not be empty."""
+    Encoding takes an int in 0..65535.
+
+    The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
     def encode_body(self) -> bytes:
         """Packing flags, then the values of the present fields."""
@@ -1266,7 +1350,9 @@ class DtxCoordinationRecoverResult(PackedStruct):
 
     xids to be recovered (xids that are in a prepared or heuristically completed state).
 
-    Spec checks: must not be empty."""
+    Encoding takes an Array whose values all fit its type code.
+
+    The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
     def encode_body(self) -> bytes:
         """Packing flags, then the values of the present fields."""
@@ -1349,7 +1435,9 @@ class DtxCoordinationRollbackResult(PackedStruct):
 
     xa-rbtimeout: The work represented by this transaction branch took too long.
 
-    Spec checks: must not be empty."""
+    Encoding takes an int in 0..65535.
+
+    The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
     def encode_body(self) -> bytes:
         """Packing flags, then the values of the present fields."""
@@ -1440,30 +1528,40 @@ class BindingQueryResult(PackedStruct):
     exchange_not_found: bool = False
     """Indicate an unknown exchange.
 
-    If set, the exchange for which information was requested is not known."""
+    If set, the exchange for which information was requested is not known.
+
+    Encoding takes any value (its truth is the bit)."""
 
     queue_not_found: bool = False
     """Indicate an unknown queue.
 
-    If set, the queue specified is not known."""
+    If set, the queue specified is not known.
+
+    Encoding takes any value (its truth is the bit)."""
 
     queue_not_matched: bool = False
     """Indicate no matching queue.
 
     A bit which if set indicates that no binding was found from the specified exchange to the
-    specified queue."""
+    specified queue.
+
+    Encoding takes any value (its truth is the bit)."""
 
     key_not_matched: bool = False
     """Indicate no matching routing key.
 
     A bit which if set indicates that no binding was found from the specified exchange with the
-    specified routing key."""
+    specified routing key.
+
+    Encoding takes any value (its truth is the bit)."""
 
     args_not_matched: bool = False
     """Indicate no matching args.
 
     A bit which if set indicates that no binding was found from the specified exchange with the
-    specified arguments."""
+    specified arguments.
+
+    Encoding takes any value (its truth is the bit)."""
 
     def encode_body(self) -> bytes:
         """Packing flags, then the values of the present fields."""

@@ -121,16 +121,23 @@ class Connection:
         """Protocol major version.
 
         The protocol major version that the server agrees to use, which cannot be higher than
-        the client's major version."""
+        the client's major version.
+
+        Encoding takes an int in 0..255."""
 
         version_minor: int = 0
         """Protocol major version.
 
         The protocol minor version that the server agrees to use, which cannot be higher than
-        the client's minor version."""
+        the client's minor version.
+
+        Encoding takes an int in 0..255."""
 
         server_properties: Mapping[str, Any] = field(default_factory=FieldTable)
-        """Server properties."""
+        """Server properties.
+
+        Encoding takes a mapping with str keys of at most 255 bytes and values of the field-
+        table types (a bad value is named by its path, such as ``arguments["x"][0]``)."""
 
         mechanisms: bytes = b"PLAIN"
         """Available security mechanisms.
@@ -138,7 +145,9 @@ class Connection:
         A list of the security mechanisms that the server supports, delimited
         by spaces.  Currently ASL supports these mechanisms: PLAIN.
 
-        Spec checks: must not be empty."""
+        Encoding takes bytes, bytearray or memoryview, under 4 GiB.
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         locales: bytes = b"en_US"
         """Available message locales.
@@ -147,7 +156,9 @@ class Connection:
         by spaces.  The locale defines the language in which the server
         will send reply texts.
 
-        Spec checks: must not be empty."""
+        Encoding takes bytes, bytearray or memoryview, under 4 GiB.
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         def __init__(
             self,
@@ -216,7 +227,10 @@ class Connection:
         )
 
         client_properties: Mapping[str, Any] = field(default_factory=FieldTable)
-        """Client properties."""
+        """Client properties.
+
+        Encoding takes a mapping with str keys of at most 255 bytes and values of the field-
+        table types (a bad value is named by its path, such as ``arguments["x"][0]``)."""
 
         mechanism: str = "PLAIN"
         """Selected security mechanism.
@@ -224,7 +238,10 @@ class Connection:
         A single security mechanisms selected by the client, which must be one of those
         specified by the server.
 
-        Spec checks: must not be empty."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         response: bytes = b""
         """Security response data.
@@ -234,7 +251,9 @@ class Connection:
         PLAIN security mechanism this is defined as a field table holding
         two fields, LOGIN and PASSWORD.
 
-        Spec checks: must not be empty."""
+        Encoding takes bytes, bytearray or memoryview, under 4 GiB.
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         locale: str = "en_US"
         """Selected message locale.
@@ -242,7 +261,10 @@ class Connection:
         A single message local selected by the client, which must be one of those specified by
         the server.
 
-        Spec checks: must not be empty."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         def __init__(
             self,
@@ -310,7 +332,9 @@ class Connection:
         challenge: bytes = b""
         """Security challenge data.
 
-        Challenge information, a block of opaque binary data passed to the security mechanism."""
+        Challenge information, a block of opaque binary data passed to the security mechanism.
+
+        Encoding takes bytes, bytearray or memoryview, under 4 GiB."""
 
         def __init__(
             self,
@@ -361,7 +385,9 @@ class Connection:
         A block of opaque data passed to the security mechanism.  The contents
         of this data are defined by the SASL security mechanism.
 
-        Spec checks: must not be empty."""
+        Encoding takes bytes, bytearray or memoryview, under 4 GiB.
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         def __init__(
             self,
@@ -413,7 +439,9 @@ class Connection:
 
         The maximum total number of channels that the server allows per connection. Zero means
         that the server does not impose a fixed limit, but the number of allowed channels may be
-        limited by available server resources."""
+        limited by available server resources.
+
+        Encoding takes an int in 0..65535."""
 
         frame_max: int = 0
         """Proposed maximum frame size.
@@ -421,13 +449,17 @@ class Connection:
         The largest frame size that the server proposes for the
         connection. The client can negotiate a lower value.  Zero means
         that the server does not impose any specific limit but may reject
-        very large frames if it cannot allocate resources for them."""
+        very large frames if it cannot allocate resources for them.
+
+        Encoding takes an int in 0..4294967295."""
 
         heartbeat: int = 0
         """Desired heartbeat delay.
 
         The delay, in seconds, of the connection heartbeat that the server
-        wants.  Zero means the server does not want a heartbeat."""
+        wants.  Zero means the server does not want a heartbeat.
+
+        Encoding takes an int in 0..65535."""
 
         def __init__(
             self,
@@ -482,7 +514,10 @@ class Connection:
         per connection.  May not be higher than the value specified by
         the server.
 
-        Spec checks: must not be empty; le tune.channel max."""
+        Encoding takes an int in 0..65535.
+
+        The spec also asks: must not be empty; le tune.channel max. Not checked by this codec:
+        the peer enforces it."""
 
         frame_max: int = 0
         """Negotiated maximum frame size.
@@ -492,13 +527,17 @@ class Connection:
         specific limit but may reject very large frames if it cannot
         allocate resources for them.  Note that the frame-max limit
         applies principally to content frames, where large contents
-        can be broken into frames of arbitrary size."""
+        can be broken into frames of arbitrary size.
+
+        Encoding takes an int in 0..4294967295."""
 
         heartbeat: int = 0
         """Desired heartbeat delay.
 
         The delay, in seconds, of the connection heartbeat that the client wants. Zero means the
-        client does not want a heartbeat."""
+        client does not want a heartbeat.
+
+        Encoding takes an int in 0..65535."""
 
         def __init__(
             self,
@@ -551,22 +590,30 @@ class Connection:
 
         The name of the virtual host to work with.
 
-        Spec checks: must not be empty; check=syntax rule=path; at most 127 bytes; matches
-        ^[a-zA-Z0-9/-_]+$."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: must not be empty; check=syntax rule=path; at most 127 bytes;
+        matches ^[a-zA-Z0-9/-_]+$. Not checked by this codec: the peer enforces it."""
 
         capabilities: str = ""
         """Required capabilities.
 
         The client may specify a number of capability names, delimited by
         spaces.  The server can use this string to how to process the
-        client's connection request."""
+        client's connection request.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         insist: bool = False
         """Insist on connecting to server.
 
         In a configuration with multiple load-sharing servers, the server may respond to a
         Connection.Open method with a Connection.Redirect. The insist option tells the server
-        that the client is insisting on a connection to the specified server."""
+        that the client is insisting on a connection to the specified server.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -625,6 +672,8 @@ class Connection:
         )
 
         known_hosts: str = ""
+        """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         def __init__(
             self,
@@ -681,9 +730,14 @@ class Connection:
         no port number is specified, the client should use the default
         port number for the protocol.
 
-        Spec checks: must not be empty."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         known_hosts: str = ""
+        """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         def __init__(
             self,
@@ -746,20 +800,29 @@ class Connection:
         )
 
         reply_code: int = 0
-        """Spec checks: must not be empty."""
+        """Encoding takes an int in 0..65535.
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         reply_text: str = ""
-        """Spec checks: must not be empty."""
+        """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         class_id: int = 0
         """Failing method class.
 
-        When the close is provoked by a method exception, this is the class of the method."""
+        When the close is provoked by a method exception, this is the class of the method.
+
+        Encoding takes an int in 0..65535."""
 
         method_id: int = 0
         """Failing method ID.
 
-        When the close is provoked by a method exception, this is the ID of the method."""
+        When the close is provoked by a method exception, this is the ID of the method.
+
+        Encoding takes an int in 0..65535."""
 
         def __init__(
             self,
@@ -853,7 +916,10 @@ class Channel:
         Configures out-of-band transfers on this channel.  The syntax and
         meaning of this field will be formally defined at a later date.
 
-        Spec checks: check=null."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: check=null. Not checked by this codec: the peer enforces it."""
 
         def __init__(
             self,
@@ -935,7 +1001,9 @@ class Channel:
         """Start/stop content frames.
 
         If 1, the peer starts sending content frames.  If 0, the peer
-        stops sending content frames."""
+        stops sending content frames.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -976,7 +1044,9 @@ class Channel:
         """Current flow setting.
 
         Confirms the setting of the processed flow method: 1 means the peer will start sending
-        or continue to send content frames; 0 means it will not."""
+        or continue to send content frames; 0 means it will not.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -1027,17 +1097,25 @@ class Channel:
         )
 
         reply_code: int = 0
-        """Spec checks: must not be empty."""
+        """Encoding takes an int in 0..65535.
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         reply_text: str = ""
-        """Spec checks: must not be empty."""
+        """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         details: Mapping[str, Any] = field(default_factory=FieldTable)
         """Detailed information for warning.
 
         A set of fields that provide more information about the
         problem.  The meaning of these fields are defined on a
-        per-reply-code basis (TO BE DEFINED)."""
+        per-reply-code basis (TO BE DEFINED).
+
+        Encoding takes a mapping with str keys of at most 255 bytes and values of the field-
+        table types (a bad value is named by its path, such as ``arguments["x"][0]``)."""
 
         def __init__(
             self,
@@ -1097,20 +1175,29 @@ class Channel:
         )
 
         reply_code: int = 0
-        """Spec checks: must not be empty."""
+        """Encoding takes an int in 0..65535.
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         reply_text: str = ""
-        """Spec checks: must not be empty."""
+        """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         class_id: int = 0
         """Failing method class.
 
-        When the close is provoked by a method exception, this is the class of the method."""
+        When the close is provoked by a method exception, this is the class of the method.
+
+        Encoding takes an int in 0..65535."""
 
         method_id: int = 0
         """Failing method ID.
 
-        When the close is provoked by a method exception, this is the ID of the method."""
+        When the close is provoked by a method exception, this is the ID of the method.
+
+        Encoding takes an int in 0..65535."""
 
         def __init__(
             self,
@@ -1211,37 +1298,51 @@ class Access:
         realm: str = "/data"
         """Name of requested realm.
 
-        Spec checks: must not be empty; check=syntax rule=path; at most 127 bytes."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: must not be empty; check=syntax rule=path; at most 127 bytes. Not
+        checked by this codec: the peer enforces it."""
 
         exclusive: bool = False
         """Request exclusive access.
 
         Request exclusive access to the realm. If the server cannot grant this - because there
-        are other active tickets for the realm - it raises a channel exception."""
+        are other active tickets for the realm - it raises a channel exception.
+
+        Encoding takes any value (its truth is the bit)."""
 
         passive: bool = True
         """Request passive access.
 
         Request message passive access to the specified access realm. Passive access lets a
-        client get information about resources in the realm but not to make any changes to them."""
+        client get information about resources in the realm but not to make any changes to them.
+
+        Encoding takes any value (its truth is the bit)."""
 
         active: bool = True
         """Request active access.
 
         Request message active access to the specified access realm. Acvtive access lets a
-        client get create and delete resources in the realm."""
+        client get create and delete resources in the realm.
+
+        Encoding takes any value (its truth is the bit)."""
 
         write: bool = True
         """Request write access.
 
         Request write access to the specified access realm.  Write access
-        lets a client publish messages to all exchanges in the realm."""
+        lets a client publish messages to all exchanges in the realm.
+
+        Encoding takes any value (its truth is the bit)."""
 
         read: bool = True
         """Request read access.
 
         Request read access to the specified access realm.  Read access
-        lets a client consume messages from queues in the realm."""
+        lets a client consume messages from queues in the realm.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -1305,7 +1406,9 @@ class Access:
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (FieldSpec("ticket", "ticket", "short", 1),)
 
         ticket: int = 1
-        """Spec checks: check=ne value=0."""
+        """Encoding takes an int in 0..65535.
+
+        The spec also asks: check=ne value=0. Not checked by this codec: the peer enforces it."""
 
         def __init__(
             self,
@@ -1366,10 +1469,16 @@ class Exchange:
         of the ticket used.  All further work done with that exchange must be
         done with an access ticket for the same realm.
 
-        Spec checks: check=ne value=0."""
+        Encoding takes an int in 0..65535.
+
+        The spec also asks: check=ne value=0. Not checked by this codec: the peer enforces it."""
 
         exchange: str = ""
-        """Spec checks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]+$."""
+        """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]+$. Not checked by this
+        codec: the peer enforces it."""
 
         type: str = "direct"
         """Exchange type.
@@ -1379,14 +1488,20 @@ class Exchange:
         exchange - i.e. how messages are routed through it.  It is not valid
         or meaningful to attempt to change the type of an existing exchange.
 
-        Spec checks: matches ^[a-zA-Z0-9-_.:]+$."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: matches ^[a-zA-Z0-9-_.:]+$. Not checked by this codec: the peer
+        enforces it."""
 
         passive: bool = False
         """Do not create exchange.
 
         If set, the server will not create the exchange.  The client can use
         this to check whether an exchange exists without modifying the server
-        state."""
+        state.
+
+        Encoding takes any value (its truth is the bit)."""
 
         durable: bool = False
         """Request a durable exchange.
@@ -1394,33 +1509,44 @@ class Exchange:
         If set when creating a new exchange, the exchange will be marked as
         durable.  Durable exchanges remain active when a server restarts.
         Non-durable exchanges (transient exchanges) are purged if/when a
-        server restarts."""
+        server restarts.
+
+        Encoding takes any value (its truth is the bit)."""
 
         auto_delete: bool = False
         """Auto-delete when unused.
 
-        If set, the exchange is deleted when all queues have finished using it."""
+        If set, the exchange is deleted when all queues have finished using it.
+
+        Encoding takes any value (its truth is the bit)."""
 
         internal: bool = False
         """Create internal exchange.
 
         If set, the exchange may not be used directly by publishers, but only when bound to
         other exchanges. Internal exchanges are used to construct wiring that is not visible to
-        applications."""
+        applications.
+
+        Encoding takes any value (its truth is the bit)."""
 
         nowait: bool = False
         """Do not send a reply method.
 
         If set, the server will not respond to the method. The client should
         not wait for a reply method.  If the server could not complete the
-        method it will raise a channel or connection exception."""
+        method it will raise a channel or connection exception.
+
+        Encoding takes any value (its truth is the bit)."""
 
         arguments: Mapping[str, Any] = field(default_factory=FieldTable)
         """Arguments for declaration.
 
         A set of arguments for the declaration. The syntax and semantics
         of these arguments depends on the server implementation.  This
-        field is ignored if passive is 1."""
+        field is ignored if passive is 1.
+
+        Encoding takes a mapping with str keys of at most 255 bytes and values of the field-
+        table types (a bad value is named by its path, such as ``arguments["x"][0]``)."""
 
         def __init__(
             self,
@@ -1528,24 +1654,34 @@ class Exchange:
         )
 
         ticket: int = 1
-        """Spec checks: check=ne value=0."""
+        """Encoding takes an int in 0..65535.
+
+        The spec also asks: check=ne value=0. Not checked by this codec: the peer enforces it."""
 
         exchange: str = ""
-        """Spec checks: at most 127 bytes; must not be empty."""
+        """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: at most 127 bytes; must not be empty. Not checked by this codec: the
+        peer enforces it."""
 
         if_unused: bool = False
         """Delete only if unused.
 
         If set, the server will only delete the exchange if it has no queue bindings. If the
         exchange has queue bindings the server does not delete it but raises a channel exception
-        instead."""
+        instead.
+
+        Encoding takes any value (its truth is the bit)."""
 
         nowait: bool = False
         """Do not send a reply method.
 
         If set, the server will not respond to the method. The client should
         not wait for a reply method.  If the server could not complete the
-        method it will raise a channel or connection exception."""
+        method it will raise a channel or connection exception.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -1654,17 +1790,25 @@ class Queue:
         The client provides a valid access ticket giving "active" access to the realm in which
         the queue exists or will be created, or "passive" access if the if-exists flag is set.
 
-        Spec checks: check=ne value=0."""
+        Encoding takes an int in 0..65535.
+
+        The spec also asks: check=ne value=0. Not checked by this codec: the peer enforces it."""
 
         queue: str = ""
-        """Spec checks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$."""
+        """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$. Not checked by this
+        codec: the peer enforces it."""
 
         passive: bool = False
         """Do not create queue.
 
         If set, the server will not create the queue.  The client can use
         this to check whether a queue exists without modifying the server
-        state."""
+        state.
+
+        Encoding takes any value (its truth is the bit)."""
 
         durable: bool = False
         """Request a durable queue.
@@ -1674,34 +1818,45 @@ class Queue:
         Non-durable queues (transient queues) are purged if/when a
         server restarts.  Note that durable queues do not necessarily
         hold persistent messages, although it does not make sense to
-        send persistent messages to a transient queue."""
+        send persistent messages to a transient queue.
+
+        Encoding takes any value (its truth is the bit)."""
 
         exclusive: bool = False
         """Request an exclusive queue.
 
         Exclusive queues may only be consumed from by the current connection. Setting the
-        'exclusive' flag always implies 'auto-delete'."""
+        'exclusive' flag always implies 'auto-delete'.
+
+        Encoding takes any value (its truth is the bit)."""
 
         auto_delete: bool = False
         """Auto-delete queue when unused.
 
         If set, the queue is deleted when all consumers have finished using it. Last consumer
         can be cancelled either explicitly or because its channel is closed. If there was no
-        consumer ever on the queue, it won't be deleted."""
+        consumer ever on the queue, it won't be deleted.
+
+        Encoding takes any value (its truth is the bit)."""
 
         nowait: bool = False
         """Do not send a reply method.
 
         If set, the server will not respond to the method. The client should
         not wait for a reply method.  If the server could not complete the
-        method it will raise a channel or connection exception."""
+        method it will raise a channel or connection exception.
+
+        Encoding takes any value (its truth is the bit)."""
 
         arguments: Mapping[str, Any] = field(default_factory=FieldTable)
         """Arguments for declaration.
 
         A set of arguments for the declaration. The syntax and semantics
         of these arguments depends on the server implementation.  This
-        field is ignored if passive is 1."""
+        field is ignored if passive is 1.
+
+        Encoding takes a mapping with str keys of at most 255 bytes and values of the field-
+        table types (a bad value is named by its path, such as ``arguments["x"][0]``)."""
 
         def __init__(
             self,
@@ -1779,19 +1934,27 @@ class Queue:
         """Reports the name of the queue. If the server generated a queue name, this field contains
         that name.
 
-        Spec checks: at most 127 bytes; must not be empty."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: at most 127 bytes; must not be empty. Not checked by this codec: the
+        peer enforces it."""
 
         message_count: int = 0
         """Number of messages in queue.
 
         Reports the number of messages in the queue, which will be zero for newly-created
-        queues."""
+        queues.
+
+        Encoding takes an int in 0..4294967295."""
 
         consumer_count: int = 0
         """Number of consumers.
 
         Reports the number of active consumers for the queue. Note that consumers can suspend
-        activity (Channel.Flow) in which case they do not appear in this count."""
+        activity (Channel.Flow) in which case they do not appear in this count.
+
+        Encoding takes an int in 0..4294967295."""
 
         def __init__(
             self,
@@ -1859,19 +2022,27 @@ class Queue:
         """The client provides a valid access ticket giving "active" access rights to the queue's
         access realm.
 
-        Spec checks: check=ne value=0."""
+        Encoding takes an int in 0..65535.
+
+        The spec also asks: check=ne value=0. Not checked by this codec: the peer enforces it."""
 
         queue: str = ""
         """Specifies the name of the queue to bind.  If the queue name is
         empty, refers to the current queue for the channel, which is
         the last declared queue.
 
-        Spec checks: at most 127 bytes."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: at most 127 bytes. Not checked by this codec: the peer enforces it."""
 
         exchange: str = ""
         """The name of the exchange to bind to.
 
-        Spec checks: at most 127 bytes."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: at most 127 bytes. Not checked by this codec: the peer enforces it."""
 
         routing_key: str = ""
         """Message routing key.
@@ -1881,20 +2052,28 @@ class Queue:
         Not all exchanges use a routing key - refer to the specific
         exchange documentation.  If the routing key is empty and the queue
         name is empty, the routing key will be the current queue for the
-        channel, which is the last declared queue."""
+        channel, which is the last declared queue.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         nowait: bool = False
         """Do not send a reply method.
 
         If set, the server will not respond to the method. The client should
         not wait for a reply method.  If the server could not complete the
-        method it will raise a channel or connection exception."""
+        method it will raise a channel or connection exception.
+
+        Encoding takes any value (its truth is the bit)."""
 
         arguments: Mapping[str, Any] = field(default_factory=FieldTable)
         """Arguments for binding.
 
         A set of arguments for the binding.  The syntax and semantics of
-        these arguments depends on the exchange class."""
+        these arguments depends on the exchange class.
+
+        Encoding takes a mapping with str keys of at most 255 bytes and values of the field-
+        table types (a bad value is named by its path, such as ``arguments["x"][0]``)."""
 
         def __init__(
             self,
@@ -1997,21 +2176,28 @@ class Queue:
         ticket: int = 1
         """The access ticket must be for the access realm that holds the queue.
 
-        Spec checks: check=ne value=0."""
+        Encoding takes an int in 0..65535.
+
+        The spec also asks: check=ne value=0. Not checked by this codec: the peer enforces it."""
 
         queue: str = ""
         """Specifies the name of the queue to purge.  If the queue name is
         empty, refers to the current queue for the channel, which is
         the last declared queue.
 
-        Spec checks: at most 127 bytes."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: at most 127 bytes. Not checked by this codec: the peer enforces it."""
 
         nowait: bool = False
         """Do not send a reply method.
 
         If set, the server will not respond to the method. The client should
         not wait for a reply method.  If the server could not complete the
-        method it will raise a channel or connection exception."""
+        method it will raise a channel or connection exception.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -2068,7 +2254,9 @@ class Queue:
         message_count: int = 0
         """Number of messages purged.
 
-        Reports the number of messages purged."""
+        Reports the number of messages purged.
+
+        Encoding takes an int in 0..4294967295."""
 
         def __init__(
             self,
@@ -2115,32 +2303,43 @@ class Queue:
         """The client provides a valid access ticket giving "active" access rights to the queue's
         access realm.
 
-        Spec checks: check=ne value=0."""
+        Encoding takes an int in 0..65535.
+
+        The spec also asks: check=ne value=0. Not checked by this codec: the peer enforces it."""
 
         queue: str = ""
         """Specifies the name of the queue to delete. If the queue name is empty, refers to the
         current queue for the channel, which is the last declared queue.
 
-        Spec checks: at most 127 bytes."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: at most 127 bytes. Not checked by this codec: the peer enforces it."""
 
         if_unused: bool = False
         """Delete only if unused.
 
         If set, the server will only delete the queue if it has no consumers. If the queue has
-        consumers the server does does not delete it but raises a channel exception instead."""
+        consumers the server does does not delete it but raises a channel exception instead.
+
+        Encoding takes any value (its truth is the bit)."""
 
         if_empty: bool = False
         """Delete only if empty.
 
         If set, the server will only delete the queue if it has no messages. If the queue is not
-        empty the server raises a channel exception."""
+        empty the server raises a channel exception.
+
+        Encoding takes any value (its truth is the bit)."""
 
         nowait: bool = False
         """Do not send a reply method.
 
         If set, the server will not respond to the method. The client should
         not wait for a reply method.  If the server could not complete the
-        method it will raise a channel or connection exception."""
+        method it will raise a channel or connection exception.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -2205,7 +2404,9 @@ class Queue:
         message_count: int = 0
         """Number of messages purged.
 
-        Reports the number of messages purged."""
+        Reports the number of messages purged.
+
+        Encoding takes an int in 0..4294967295."""
 
         def __init__(
             self,
@@ -2257,23 +2458,37 @@ class Queue:
         )
 
         ticket: int = 1
-        """Spec checks: check=ne value=0."""
+        """Encoding takes an int in 0..65535.
+
+        The spec also asks: check=ne value=0. Not checked by this codec: the peer enforces it."""
 
         queue: str = ""
         """The name of the queue to unbind.
 
-        Spec checks: at most 127 bytes."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: at most 127 bytes. Not checked by this codec: the peer enforces it."""
 
         exchange: str = ""
         """The name of the exchange to unbind from.
 
-        Spec checks: at most 127 bytes."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: at most 127 bytes. Not checked by this codec: the peer enforces it."""
 
         routing_key: str = ""
-        """Routing key of binding."""
+        """Routing key of binding.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         arguments: Mapping[str, Any] = field(default_factory=FieldTable)
-        """Arguments of binding."""
+        """Arguments of binding.
+
+        Encoding takes a mapping with str keys of at most 255 bytes and values of the field-
+        table types (a bad value is named by its path, such as ``arguments["x"][0]``)."""
 
         def __init__(
             self,
@@ -2394,7 +2609,9 @@ class Basic:
         smaller in size than the available prefetch size (and also falls
         into other prefetch limits). May be set to zero, meaning "no
         specific limit", although other prefetch limits may still apply.
-        The prefetch-size is ignored if the no-ack option is set."""
+        The prefetch-size is ignored if the no-ack option is set.
+
+        Encoding takes an int in 0..4294967295."""
 
         prefetch_count: int = 0
         """Prefetch window in messages.
@@ -2403,13 +2620,17 @@ class Basic:
         field may be used in combination with the prefetch-size field;
         a message will only be sent in advance if both prefetch windows
         (and those at the channel and connection level) allow it.
-        The prefetch-count is ignored if the no-ack option is set."""
+        The prefetch-count is ignored if the no-ack option is set.
+
+        Encoding takes an int in 0..65535."""
 
         global_: bool = False
         """Apply to entire connection.
 
         By default the QoS settings apply to the current channel only.  If
-        this field is set, they are applied to the entire connection."""
+        this field is set, they are applied to the entire connection.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -2496,35 +2717,49 @@ class Basic:
         )
 
         ticket: int = 1
-        """Spec checks: check=ne value=0."""
+        """Encoding takes an int in 0..65535.
+
+        The spec also asks: check=ne value=0. Not checked by this codec: the peer enforces it."""
 
         queue: str = ""
         """Specifies the name of the queue to consume from.  If the queue name
         is null, refers to the current queue for the channel, which is the
         last declared queue.
 
-        Spec checks: at most 127 bytes."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: at most 127 bytes. Not checked by this codec: the peer enforces it."""
 
         consumer_tag: str = ""
         """Specifies the identifier for the consumer. The consumer tag is local to a connection, so
         two clients can use the same consumer tags. If this field is empty the server will
-        generate a unique tag."""
+        generate a unique tag.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         no_local: bool = False
+        """Encoding takes any value (its truth is the bit)."""
 
         no_ack: bool = False
+        """Encoding takes any value (its truth is the bit)."""
 
         exclusive: bool = False
         """Request exclusive access.
 
-        Request exclusive consumer access, meaning only this consumer can access the queue."""
+        Request exclusive consumer access, meaning only this consumer can access the queue.
+
+        Encoding takes any value (its truth is the bit)."""
 
         nowait: bool = False
         """Do not send a reply method.
 
         If set, the server will not respond to the method. The client should
         not wait for a reply method.  If the server could not complete the
-        method it will raise a channel or connection exception."""
+        method it will raise a channel or connection exception.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -2597,7 +2832,10 @@ class Basic:
         )
 
         consumer_tag: str = ""
-        """Holds the consumer tag specified by the client or provided by the server."""
+        """Holds the consumer tag specified by the client or provided by the server.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         def __init__(
             self,
@@ -2644,13 +2882,17 @@ class Basic:
         )
 
         consumer_tag: str = ""
+        """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         nowait: bool = False
         """Do not send a reply method.
 
         If set, the server will not respond to the method. The client should
         not wait for a reply method.  If the server could not complete the
-        method it will raise a channel or connection exception."""
+        method it will raise a channel or connection exception.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -2701,6 +2943,8 @@ class Basic:
         )
 
         consumer_tag: str = ""
+        """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         def __init__(
             self,
@@ -2754,7 +2998,9 @@ class Basic:
         )
 
         ticket: int = 1
-        """Spec checks: check=ne value=0."""
+        """Encoding takes an int in 0..65535.
+
+        The spec also asks: check=ne value=0. Not checked by this codec: the peer enforces it."""
 
         exchange: str = ""
         """Specifies the name of the exchange to publish to.  The exchange
@@ -2762,13 +3008,19 @@ class Basic:
         name is specified, and that exchange does not exist, the server
         will raise a channel exception.
 
-        Spec checks: at most 127 bytes."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: at most 127 bytes. Not checked by this codec: the peer enforces it."""
 
         routing_key: str = ""
         """Message routing key.
 
         Specifies the routing key for the message.  The routing key is
-        used for routing messages depending on the exchange configuration."""
+        used for routing messages depending on the exchange configuration.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         mandatory: bool = False
         """Indicate mandatory routing.
@@ -2776,7 +3028,9 @@ class Basic:
         This flag tells the server how to react if the message cannot be
         routed to a queue.  If this flag is set, the server will return an
         unroutable message with a Return method.  If this flag is zero, the
-        server silently drops the message."""
+        server silently drops the message.
+
+        Encoding takes any value (its truth is the bit)."""
 
         immediate: bool = False
         """Request immediate delivery.
@@ -2785,7 +3039,9 @@ class Basic:
         routed to a queue consumer immediately.  If this flag is set, the
         server will return an undeliverable message with a Return method.
         If this flag is zero, the server will queue the message, but with
-        no guarantee that it will ever be consumed."""
+        no guarantee that it will ever be consumed.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -2853,20 +3109,31 @@ class Basic:
         )
 
         reply_code: int = 0
-        """Spec checks: must not be empty."""
+        """Encoding takes an int in 0..65535.
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         reply_text: str = ""
-        """Spec checks: must not be empty."""
+        """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         exchange: str = ""
         """Specifies the name of the exchange that the message was originally published to.
 
-        Spec checks: at most 127 bytes."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: at most 127 bytes. Not checked by this codec: the peer enforces it."""
 
         routing_key: str = ""
         """Message routing key.
 
-        Specifies the routing key name specified when the message was published."""
+        Specifies the routing key name specified when the message was published.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         def __init__(
             self,
@@ -2939,20 +3206,30 @@ class Basic:
         )
 
         consumer_tag: str = ""
+        """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         delivery_tag: int = 0
+        """Encoding takes an int in 0..2**64-1."""
 
         redelivered: bool = False
+        """Encoding takes any value (its truth is the bit)."""
 
         exchange: str = ""
         """Specifies the name of the exchange that the message was originally published to.
 
-        Spec checks: at most 127 bytes."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: at most 127 bytes. Not checked by this codec: the peer enforces it."""
 
         routing_key: str = ""
         """Message routing key.
 
-        Specifies the routing key name specified when the message was published."""
+        Specifies the routing key name specified when the message was published.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         def __init__(
             self,
@@ -3025,16 +3302,22 @@ class Basic:
         )
 
         ticket: int = 1
-        """Spec checks: check=ne value=0."""
+        """Encoding takes an int in 0..65535.
+
+        The spec also asks: check=ne value=0. Not checked by this codec: the peer enforces it."""
 
         queue: str = ""
         """Specifies the name of the queue to consume from.  If the queue name
         is null, refers to the current queue for the channel, which is the
         last declared queue.
 
-        Spec checks: at most 127 bytes."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: at most 127 bytes. Not checked by this codec: the peer enforces it."""
 
         no_ack: bool = False
+        """Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -3095,20 +3378,28 @@ class Basic:
         )
 
         delivery_tag: int = 0
+        """Encoding takes an int in 0..2**64-1."""
 
         redelivered: bool = False
+        """Encoding takes any value (its truth is the bit)."""
 
         exchange: str = ""
         """Specifies the name of the exchange that the message was originally
         published to.  If empty, the message was published to the default
         exchange.
 
-        Spec checks: at most 127 bytes."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: at most 127 bytes. Not checked by this codec: the peer enforces it."""
 
         routing_key: str = ""
         """Message routing key.
 
-        Specifies the routing key name specified when the message was published."""
+        Specifies the routing key name specified when the message was published.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         message_count: int = 0
         """Number of messages pending.
@@ -3116,7 +3407,9 @@ class Basic:
         This field reports the number of messages pending on the queue,
         excluding the message being delivered.  Note that this figure is
         indicative, not reliable, and can change arbitrarily as messages
-        are added to the queue and removed by other clients."""
+        are added to the queue and removed by other clients.
+
+        Encoding takes an int in 0..4294967295."""
 
         def __init__(
             self,
@@ -3181,7 +3474,10 @@ class Basic:
         cluster_id: str = ""
         """Cluster id.
 
-        For use by cluster applications, should not be used by client applications."""
+        For use by cluster applications, should not be used by client applications.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         def __init__(
             self,
@@ -3233,6 +3529,7 @@ class Basic:
         )
 
         delivery_tag: int = 0
+        """Encoding takes an int in 0..2**64-1."""
 
         multiple: bool = False
         """Acknowledge multiple messages.
@@ -3241,7 +3538,9 @@ class Basic:
         so that the client can acknowledge multiple messages with a single
         method.  If set to zero, the delivery tag refers to a single
         message.  If the multiple field is 1, and the delivery tag is zero,
-        tells the server to acknowledge all outstanding mesages."""
+        tells the server to acknowledge all outstanding mesages.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -3286,12 +3585,15 @@ class Basic:
         )
 
         delivery_tag: int = 0
+        """Encoding takes an int in 0..2**64-1."""
 
         requeue: bool = True
         """Requeue the message.
 
         If this field is zero, the message will be discarded.  If this bit
-        is 1, the server will attempt to requeue the message."""
+        is 1, the server will attempt to requeue the message.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -3332,7 +3634,9 @@ class Basic:
         )
 
         requeue: bool = False
-        """Requeue the message."""
+        """Requeue the message.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -3370,7 +3674,9 @@ class Basic:
         )
 
         requeue: bool = False
-        """Requeue the message."""
+        """Requeue the message.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -3464,7 +3770,9 @@ class File:
         This field specifies the prefetch window size in octets. May be
         set to zero, meaning "no specific limit".  Note that other
         prefetch limits may still apply. The prefetch-size is ignored
-        if the no-ack option is set."""
+        if the no-ack option is set.
+
+        Encoding takes an int in 0..4294967295."""
 
         prefetch_count: int = 0
         """Prefetch window in messages.
@@ -3474,13 +3782,17 @@ class File:
         may be used in combination with the prefetch-size field; a
         message will only be sent in advance if both prefetch windows
         (and those at the channel and connection level) allow it.
-        The prefetch-count is ignored if the no-ack option is set."""
+        The prefetch-count is ignored if the no-ack option is set.
+
+        Encoding takes an int in 0..65535."""
 
         global_: bool = False
         """Apply to entire connection.
 
         By default the QoS settings apply to the current channel only.  If
-        this field is set, they are applied to the entire connection."""
+        this field is set, they are applied to the entire connection.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -3567,35 +3879,49 @@ class File:
         )
 
         ticket: int = 1
-        """Spec checks: check=ne value=0."""
+        """Encoding takes an int in 0..65535.
+
+        The spec also asks: check=ne value=0. Not checked by this codec: the peer enforces it."""
 
         queue: str = ""
         """Specifies the name of the queue to consume from.  If the queue name
         is null, refers to the current queue for the channel, which is the
         last declared queue.
 
-        Spec checks: at most 127 bytes."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: at most 127 bytes. Not checked by this codec: the peer enforces it."""
 
         consumer_tag: str = ""
         """Specifies the identifier for the consumer. The consumer tag is local to a connection, so
         two clients can use the same consumer tags. If this field is empty the server will
-        generate a unique tag."""
+        generate a unique tag.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         no_local: bool = False
+        """Encoding takes any value (its truth is the bit)."""
 
         no_ack: bool = False
+        """Encoding takes any value (its truth is the bit)."""
 
         exclusive: bool = False
         """Request exclusive access.
 
-        Request exclusive consumer access, meaning only this consumer can access the queue."""
+        Request exclusive consumer access, meaning only this consumer can access the queue.
+
+        Encoding takes any value (its truth is the bit)."""
 
         nowait: bool = False
         """Do not send a reply method.
 
         If set, the server will not respond to the method. The client should
         not wait for a reply method.  If the server could not complete the
-        method it will raise a channel or connection exception."""
+        method it will raise a channel or connection exception.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -3668,7 +3994,10 @@ class File:
         )
 
         consumer_tag: str = ""
-        """Holds the consumer tag specified by the client or provided by the server."""
+        """Holds the consumer tag specified by the client or provided by the server.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         def __init__(
             self,
@@ -3718,13 +4047,17 @@ class File:
         )
 
         consumer_tag: str = ""
+        """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         nowait: bool = False
         """Do not send a reply method.
 
         If set, the server will not respond to the method. The client should
         not wait for a reply method.  If the server could not complete the
-        method it will raise a channel or connection exception."""
+        method it will raise a channel or connection exception.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -3775,6 +4108,8 @@ class File:
         )
 
         consumer_tag: str = ""
+        """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         def __init__(
             self,
@@ -3835,14 +4170,19 @@ class File:
         the same staging identifier when staging the same message a second
         time after recovery from a failure.  A good choice for the staging
         identifier would be the SHA1 hash of the message properties data
-        (including the original filename, revised time, etc.)."""
+        (including the original filename, revised time, etc.).
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         content_size: int = 0
         """Message content size.
 
         The size of the content in octets.  The recipient may use this
         information to allocate or check available space in advance, to
-        avoid "disk full" errors during staging of very large messages."""
+        avoid "disk full" errors during staging of very large messages.
+
+        Encoding takes an int in 0..2**64-1."""
 
         def __init__(
             self,
@@ -3898,7 +4238,9 @@ class File:
         """Already staged amount.
 
         The amount of previously-staged content in octets.  For a new
-        message this will be zero."""
+        message this will be zero.
+
+        Encoding takes an int in 0..2**64-1."""
 
         def __init__(
             self,
@@ -3969,7 +4311,9 @@ class File:
         )
 
         ticket: int = 1
-        """Spec checks: check=ne value=0."""
+        """Encoding takes an int in 0..65535.
+
+        The spec also asks: check=ne value=0. Not checked by this codec: the peer enforces it."""
 
         exchange: str = ""
         """Specifies the name of the exchange to publish to.  The exchange
@@ -3977,13 +4321,19 @@ class File:
         name is specified, and that exchange does not exist, the server
         will raise a channel exception.
 
-        Spec checks: at most 127 bytes."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: at most 127 bytes. Not checked by this codec: the peer enforces it."""
 
         routing_key: str = ""
         """Message routing key.
 
         Specifies the routing key for the message.  The routing key is
-        used for routing messages depending on the exchange configuration."""
+        used for routing messages depending on the exchange configuration.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         mandatory: bool = False
         """Indicate mandatory routing.
@@ -3991,7 +4341,9 @@ class File:
         This flag tells the server how to react if the message cannot be
         routed to a queue.  If this flag is set, the server will return an
         unroutable message with a Return method.  If this flag is zero, the
-        server silently drops the message."""
+        server silently drops the message.
+
+        Encoding takes any value (its truth is the bit)."""
 
         immediate: bool = False
         """Request immediate delivery.
@@ -4000,7 +4352,9 @@ class File:
         routed to a queue consumer immediately.  If this flag is set, the
         server will return an undeliverable message with a Return method.
         If this flag is zero, the server will queue the message, but with
-        no guarantee that it will ever be consumed."""
+        no guarantee that it will ever be consumed.
+
+        Encoding takes any value (its truth is the bit)."""
 
         identifier: str = ""
         """Staging identifier.
@@ -4008,7 +4362,10 @@ class File:
         This is the staging identifier of the message to publish.  The
         message must have been staged.  Note that a client can send the
         Publish method asynchronously without waiting for staging to
-        finish."""
+        finish.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         def __init__(
             self,
@@ -4084,20 +4441,31 @@ class File:
         )
 
         reply_code: int = 200
-        """Spec checks: must not be empty."""
+        """Encoding takes an int in 0..65535.
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         reply_text: str = ""
-        """Spec checks: must not be empty."""
+        """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         exchange: str = ""
         """Specifies the name of the exchange that the message was originally published to.
 
-        Spec checks: at most 127 bytes."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: at most 127 bytes. Not checked by this codec: the peer enforces it."""
 
         routing_key: str = ""
         """Message routing key.
 
-        Specifies the routing key name specified when the message was published."""
+        Specifies the routing key name specified when the message was published.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         def __init__(
             self,
@@ -4171,20 +4539,30 @@ class File:
         )
 
         consumer_tag: str = ""
+        """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         delivery_tag: int = 0
+        """Encoding takes an int in 0..2**64-1."""
 
         redelivered: bool = False
+        """Encoding takes any value (its truth is the bit)."""
 
         exchange: str = ""
         """Specifies the name of the exchange that the message was originally published to.
 
-        Spec checks: at most 127 bytes."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: at most 127 bytes. Not checked by this codec: the peer enforces it."""
 
         routing_key: str = ""
         """Message routing key.
 
-        Specifies the routing key name specified when the message was published."""
+        Specifies the routing key name specified when the message was published.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         identifier: str = ""
         """Staging identifier.
@@ -4192,7 +4570,10 @@ class File:
         This is the staging identifier of the message to deliver.  The
         message must have been staged.  Note that a server can send the
         Deliver method asynchronously without waiting for staging to
-        finish."""
+        finish.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         def __init__(
             self,
@@ -4272,6 +4653,7 @@ class File:
         )
 
         delivery_tag: int = 0
+        """Encoding takes an int in 0..2**64-1."""
 
         multiple: bool = False
         """Acknowledge multiple messages.
@@ -4280,7 +4662,9 @@ class File:
         so that the client can acknowledge multiple messages with a single
         method.  If set to zero, the delivery tag refers to a single
         message.  If the multiple field is 1, and the delivery tag is zero,
-        tells the server to acknowledge all outstanding mesages."""
+        tells the server to acknowledge all outstanding mesages.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -4326,12 +4710,15 @@ class File:
         )
 
         delivery_tag: int = 0
+        """Encoding takes an int in 0..2**64-1."""
 
         requeue: bool = True
         """Requeue the message.
 
         If this field is zero, the message will be discarded.  If this bit
-        is 1, the server will attempt to requeue the message."""
+        is 1, the server will attempt to requeue the message.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -4405,7 +4792,9 @@ class Stream:
         down the channel.  Prefetching gives a performance improvement.
         This field specifies the prefetch window size in octets. May be
         set to zero, meaning "no specific limit".  Note that other
-        prefetch limits may still apply."""
+        prefetch limits may still apply.
+
+        Encoding takes an int in 0..4294967295."""
 
         prefetch_count: int = 0
         """Prefetch window in messages.
@@ -4413,7 +4802,9 @@ class Stream:
         Specifies a prefetch window in terms of whole messages.  This
         field may be used in combination with the prefetch-size field;
         a message will only be sent in advance if both prefetch windows
-        (and those at the channel and connection level) allow it."""
+        (and those at the channel and connection level) allow it.
+
+        Encoding takes an int in 0..65535."""
 
         consume_rate: int = 0
         """Transfer rate in octets/second.
@@ -4421,13 +4812,17 @@ class Stream:
         Specifies a desired transfer rate in octets per second. This is
         usually determined by the application that uses the streaming
         data.  A value of zero means "no limit", i.e. as rapidly as
-        possible."""
+        possible.
+
+        Encoding takes an int in 0..4294967295."""
 
         global_: bool = False
         """Apply to entire connection.
 
         By default the QoS settings apply to the current channel only.  If
-        this field is set, they are applied to the entire connection."""
+        this field is set, they are applied to the entire connection.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -4516,33 +4911,46 @@ class Stream:
         )
 
         ticket: int = 1
-        """Spec checks: check=ne value=0."""
+        """Encoding takes an int in 0..65535.
+
+        The spec also asks: check=ne value=0. Not checked by this codec: the peer enforces it."""
 
         queue: str = ""
         """Specifies the name of the queue to consume from.  If the queue name
         is null, refers to the current queue for the channel, which is the
         last declared queue.
 
-        Spec checks: at most 127 bytes."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: at most 127 bytes. Not checked by this codec: the peer enforces it."""
 
         consumer_tag: str = ""
         """Specifies the identifier for the consumer. The consumer tag is local to a connection, so
         two clients can use the same consumer tags. If this field is empty the server will
-        generate a unique tag."""
+        generate a unique tag.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         no_local: bool = False
+        """Encoding takes any value (its truth is the bit)."""
 
         exclusive: bool = False
         """Request exclusive access.
 
-        Request exclusive consumer access, meaning only this consumer can access the queue."""
+        Request exclusive consumer access, meaning only this consumer can access the queue.
+
+        Encoding takes any value (its truth is the bit)."""
 
         nowait: bool = False
         """Do not send a reply method.
 
         If set, the server will not respond to the method. The client should
         not wait for a reply method.  If the server could not complete the
-        method it will raise a channel or connection exception."""
+        method it will raise a channel or connection exception.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -4612,7 +5020,10 @@ class Stream:
         )
 
         consumer_tag: str = ""
-        """Holds the consumer tag specified by the client or provided by the server."""
+        """Holds the consumer tag specified by the client or provided by the server.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         def __init__(
             self,
@@ -4664,13 +5075,17 @@ class Stream:
         )
 
         consumer_tag: str = ""
+        """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         nowait: bool = False
         """Do not send a reply method.
 
         If set, the server will not respond to the method. The client should
         not wait for a reply method.  If the server could not complete the
-        method it will raise a channel or connection exception."""
+        method it will raise a channel or connection exception.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -4721,6 +5136,8 @@ class Stream:
         )
 
         consumer_tag: str = ""
+        """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         def __init__(
             self,
@@ -4774,7 +5191,9 @@ class Stream:
         )
 
         ticket: int = 1
-        """Spec checks: check=ne value=0."""
+        """Encoding takes an int in 0..65535.
+
+        The spec also asks: check=ne value=0. Not checked by this codec: the peer enforces it."""
 
         exchange: str = ""
         """Specifies the name of the exchange to publish to.  The exchange
@@ -4782,13 +5201,19 @@ class Stream:
         name is specified, and that exchange does not exist, the server
         will raise a channel exception.
 
-        Spec checks: at most 127 bytes."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: at most 127 bytes. Not checked by this codec: the peer enforces it."""
 
         routing_key: str = ""
         """Message routing key.
 
         Specifies the routing key for the message.  The routing key is
-        used for routing messages depending on the exchange configuration."""
+        used for routing messages depending on the exchange configuration.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         mandatory: bool = False
         """Indicate mandatory routing.
@@ -4796,7 +5221,9 @@ class Stream:
         This flag tells the server how to react if the message cannot be
         routed to a queue.  If this flag is set, the server will return an
         unroutable message with a Return method.  If this flag is zero, the
-        server silently drops the message."""
+        server silently drops the message.
+
+        Encoding takes any value (its truth is the bit)."""
 
         immediate: bool = False
         """Request immediate delivery.
@@ -4805,7 +5232,9 @@ class Stream:
         routed to a queue consumer immediately.  If this flag is set, the
         server will return an undeliverable message with a Return method.
         If this flag is zero, the server will queue the message, but with
-        no guarantee that it will ever be consumed."""
+        no guarantee that it will ever be consumed.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -4873,20 +5302,31 @@ class Stream:
         )
 
         reply_code: int = 200
-        """Spec checks: must not be empty."""
+        """Encoding takes an int in 0..65535.
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         reply_text: str = ""
-        """Spec checks: must not be empty."""
+        """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         exchange: str = ""
         """Specifies the name of the exchange that the message was originally published to.
 
-        Spec checks: at most 127 bytes."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: at most 127 bytes. Not checked by this codec: the peer enforces it."""
 
         routing_key: str = ""
         """Message routing key.
 
-        Specifies the routing key name specified when the message was published."""
+        Specifies the routing key name specified when the message was published.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         def __init__(
             self,
@@ -4958,19 +5398,29 @@ class Stream:
         )
 
         consumer_tag: str = ""
+        """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         delivery_tag: int = 0
+        """Encoding takes an int in 0..2**64-1."""
 
         exchange: str = ""
         """Specifies the name of the exchange that the message was originally published to.
 
-        Spec checks: at most 127 bytes."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: at most 127 bytes. Not checked by this codec: the peer enforces it."""
 
         queue: str = ""
         """Specifies the name of the queue that the message came from. Note that a single channel
         can start many consumers on different queues.
 
-        Spec checks: at most 127 bytes; must not be empty."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: at most 127 bytes; must not be empty. Not checked by this codec: the
+        peer enforces it."""
 
         def __init__(
             self,
@@ -5281,7 +5731,10 @@ class Dtx:
         The distributed transaction key. This identifies the transaction so that the AMQP server
         can coordinate with the distributed transaction coordinator.
 
-        Spec checks: must not be empty."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         def __init__(
             self,
@@ -5374,7 +5827,10 @@ class Tunnel:
         """Meta data for the tunnelled block.
 
         This field table holds arbitrary meta-data that the sender needs to pass to the
-        recipient."""
+        recipient.
+
+        Encoding takes a mapping with str keys of at most 255 bytes and values of the field-
+        table types (a bad value is named by its path, such as ``arguments["x"][0]``)."""
 
         def __init__(
             self,
@@ -5433,22 +5889,30 @@ class Test:
         integer_1: int = 0
         """Octet test value.
 
-        An octet integer test value."""
+        An octet integer test value.
+
+        Encoding takes an int in 0..255."""
 
         integer_2: int = 0
         """Short test value.
 
-        A short integer test value."""
+        A short integer test value.
+
+        Encoding takes an int in 0..65535."""
 
         integer_3: int = 0
         """Long test value.
 
-        A long integer test value."""
+        A long integer test value.
+
+        Encoding takes an int in 0..4294967295."""
 
         integer_4: int = 0
         """Long-long test value.
 
-        A long long integer test value."""
+        A long long integer test value.
+
+        Encoding takes an int in 0..2**64-1."""
 
         operation: int = 0
         """Operation to test.
@@ -5456,7 +5920,9 @@ class Test:
         The client must execute this operation on the provided integer test fields and return
         the result.
 
-        Spec checks: check=enum."""
+        Encoding takes an int in 0..255.
+
+        The spec also asks: check=enum. Not checked by this codec: the peer enforces it."""
 
         def __init__(
             self,
@@ -5516,7 +5982,9 @@ class Test:
         result: int = 0
         """Result value.
 
-        The result of the tested operation."""
+        The result of the tested operation.
+
+        Encoding takes an int in 0..2**64-1."""
 
         def __init__(
             self,
@@ -5558,12 +6026,17 @@ class Test:
         string_1: str = ""
         """Short string test value.
 
-        An short string test value."""
+        An short string test value.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         string_2: bytes = b""
         """Long string test value.
 
-        A long string test value."""
+        A long string test value.
+
+        Encoding takes bytes, bytearray or memoryview, under 4 GiB."""
 
         operation: int = 0
         """Operation to test.
@@ -5571,7 +6044,9 @@ class Test:
         The client must execute this operation on the provided string test fields and return the
         result.
 
-        Spec checks: check=enum."""
+        Encoding takes an int in 0..255.
+
+        The spec also asks: check=enum. Not checked by this codec: the peer enforces it."""
 
         def __init__(
             self,
@@ -5629,7 +6104,9 @@ class Test:
         result: bytes = b""
         """Result value.
 
-        The result of the tested operation."""
+        The result of the tested operation.
+
+        Encoding takes bytes, bytearray or memoryview, under 4 GiB."""
 
         def __init__(
             self,
@@ -5680,7 +6157,10 @@ class Test:
         table: Mapping[str, Any] = field(default_factory=FieldTable)
         """Field table of test values.
 
-        A field table of test values."""
+        A field table of test values.
+
+        Encoding takes a mapping with str keys of at most 255 bytes and values of the field-
+        table types (a bad value is named by its path, such as ``arguments["x"][0]``)."""
 
         integer_op: int = 0
         """Operation to test on integers.
@@ -5688,7 +6168,9 @@ class Test:
         The client must execute this operation on the provided field table integer values and
         return the result.
 
-        Spec checks: check=enum."""
+        Encoding takes an int in 0..255.
+
+        The spec also asks: check=enum. Not checked by this codec: the peer enforces it."""
 
         string_op: int = 0
         """Operation to test on strings.
@@ -5696,7 +6178,9 @@ class Test:
         The client must execute this operation on the provided field table string values and
         return the result.
 
-        Spec checks: check=enum."""
+        Encoding takes an int in 0..255.
+
+        The spec also asks: check=enum. Not checked by this codec: the peer enforces it."""
 
         def __init__(
             self,
@@ -5751,12 +6235,16 @@ class Test:
         integer_result: int = 0
         """Integer result value.
 
-        The result of the tested integer operation."""
+        The result of the tested integer operation.
+
+        Encoding takes an int in 0..2**64-1."""
 
         string_result: bytes = b""
         """String result value.
 
-        The result of the tested string operation."""
+        The result of the tested string operation.
+
+        Encoding takes bytes, bytearray or memoryview, under 4 GiB."""
 
         def __init__(
             self,
@@ -5832,7 +6320,9 @@ class Test:
         """Content hash.
 
         The 32-bit checksum of the content, calculated by adding the content into a 32-bit
-        accumulator."""
+        accumulator.
+
+        Encoding takes an int in 0..4294967295."""
 
         def __init__(
             self,

@@ -100,46 +100,75 @@ class BasicProperties(Properties):
     )
 
     content_type: str | None = None
-    """MIME content type."""
+    """MIME content type.
+
+    Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other bytes)."""
 
     content_encoding: str | None = None
-    """MIME content encoding."""
+    """MIME content encoding.
+
+    Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other bytes)."""
 
     headers: Mapping[str, Any] | None = None
-    """Message header field table."""
+    """Message header field table.
+
+    Encoding takes a mapping with str keys of at most 255 bytes and values of the field-table
+    types (a bad value is named by its path, such as ``arguments["x"][0]``)."""
 
     delivery_mode: int | None = None
-    """Non-persistent (1) or persistent (2)."""
+    """Non-persistent (1) or persistent (2).
+
+    Encoding takes an int in 0..255."""
 
     priority: int | None = None
-    """The message priority, 0 to 9."""
+    """The message priority, 0 to 9.
+
+    Encoding takes an int in 0..255."""
 
     correlation_id: str | None = None
-    """The application correlation identifier."""
+    """The application correlation identifier.
+
+    Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other bytes)."""
 
     reply_to: str | None = None
-    """The destination to reply to."""
+    """The destination to reply to.
+
+    Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other bytes)."""
 
     expiration: str | None = None
-    """Message expiration specification."""
+    """Message expiration specification.
+
+    Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other bytes)."""
 
     message_id: str | None = None
-    """The application message identifier."""
+    """The application message identifier.
+
+    Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other bytes)."""
 
     timestamp: Timestamp | int | None = None
-    """The message timestamp."""
+    """The message timestamp.
+
+    Encoding takes an int (a Timestamp) in 0..2**64-1."""
 
     type: str | None = None
-    """The message type name."""
+    """The message type name.
+
+    Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other bytes)."""
 
     user_id: str | None = None
-    """The creating user id."""
+    """The creating user id.
+
+    Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other bytes)."""
 
     app_id: str | None = None
-    """The creating application id."""
+    """The creating application id.
+
+    Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other bytes)."""
 
     cluster_id: str | None = None
-    """Intra-cluster routing identifier."""
+    """Intra-cluster routing identifier.
+
+    Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other bytes)."""
 
     def __init__(
         self,
@@ -348,31 +377,50 @@ class FileProperties(Properties):
     )
 
     content_type: str | None = None
-    """MIME content type."""
+    """MIME content type.
+
+    Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other bytes)."""
 
     content_encoding: str | None = None
-    """MIME content encoding."""
+    """MIME content encoding.
+
+    Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other bytes)."""
 
     headers: Mapping[str, Any] | None = None
-    """Message header field table."""
+    """Message header field table.
+
+    Encoding takes a mapping with str keys of at most 255 bytes and values of the field-table
+    types (a bad value is named by its path, such as ``arguments["x"][0]``)."""
 
     priority: int | None = None
-    """The message priority, 0 to 9."""
+    """The message priority, 0 to 9.
+
+    Encoding takes an int in 0..255."""
 
     reply_to: str | None = None
-    """The destination to reply to."""
+    """The destination to reply to.
+
+    Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other bytes)."""
 
     message_id: str | None = None
-    """The application message identifier."""
+    """The application message identifier.
+
+    Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other bytes)."""
 
     filename: str | None = None
-    """The message filename."""
+    """The message filename.
+
+    Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other bytes)."""
 
     timestamp: Timestamp | int | None = None
-    """The message timestamp."""
+    """The message timestamp.
+
+    Encoding takes an int (a Timestamp) in 0..2**64-1."""
 
     cluster_id: str | None = None
-    """Intra-cluster routing identifier."""
+    """Intra-cluster routing identifier.
+
+    Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other bytes)."""
 
     def __init__(
         self,
@@ -514,19 +562,30 @@ class StreamProperties(Properties):
     )
 
     content_type: str | None = None
-    """MIME content type."""
+    """MIME content type.
+
+    Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other bytes)."""
 
     content_encoding: str | None = None
-    """MIME content encoding."""
+    """MIME content encoding.
+
+    Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other bytes)."""
 
     headers: Mapping[str, Any] | None = None
-    """Message header field table."""
+    """Message header field table.
+
+    Encoding takes a mapping with str keys of at most 255 bytes and values of the field-table
+    types (a bad value is named by its path, such as ``arguments["x"][0]``)."""
 
     priority: int | None = None
-    """The message priority, 0 to 9."""
+    """The message priority, 0 to 9.
+
+    Encoding takes an int in 0..255."""
 
     timestamp: Timestamp | int | None = None
-    """The message timestamp."""
+    """The message timestamp.
+
+    Encoding takes an int (a Timestamp) in 0..2**64-1."""
 
     def __init__(
         self,
@@ -628,19 +687,30 @@ class TunnelProperties(Properties):
     )
 
     headers: Mapping[str, Any] | None = None
-    """Message header field table."""
+    """Message header field table.
+
+    Encoding takes a mapping with str keys of at most 255 bytes and values of the field-table
+    types (a bad value is named by its path, such as ``arguments["x"][0]``)."""
 
     proxy_name: str | None = None
-    """The identity of the tunnelling proxy."""
+    """The identity of the tunnelling proxy.
+
+    Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other bytes)."""
 
     data_name: str | None = None
-    """The name or type of the message being tunnelled."""
+    """The name or type of the message being tunnelled.
+
+    Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other bytes)."""
 
     durable: int | None = None
-    """The message durability indicator."""
+    """The message durability indicator.
+
+    Encoding takes an int in 0..255."""
 
     broadcast: int | None = None
-    """The message broadcast mode."""
+    """The message broadcast mode.
+
+    Encoding takes an int in 0..255."""
 
     def __init__(
         self,

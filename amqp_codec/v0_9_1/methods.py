@@ -111,23 +111,32 @@ class Connection:
         """Protocol major version.
 
         The major version number can take any value from 0 to 99 as defined in the AMQP
-        specification."""
+        specification.
+
+        Encoding takes an int in 0..255."""
 
         version_minor: int = 9
         """Protocol minor version.
 
         The minor version number can take any value from 0 to 99 as defined in the AMQP
-        specification."""
+        specification.
+
+        Encoding takes an int in 0..255."""
 
         server_properties: Mapping[str, Any] = field(default_factory=FieldTable)
-        """Server properties."""
+        """Server properties.
+
+        Encoding takes a mapping with str keys of at most 255 bytes and values of the field-
+        table types (a bad value is named by its path, such as ``arguments["x"][0]``)."""
 
         mechanisms: bytes = b"PLAIN"
         """Available security mechanisms.
 
         A list of the security mechanisms that the server supports, delimited by spaces.
 
-        Spec checks: must not be empty."""
+        Encoding takes bytes, bytearray or memoryview, under 4 GiB.
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         locales: bytes = b"en_US"
         """Available message locales.
@@ -135,7 +144,9 @@ class Connection:
         A list of the message locales that the server supports, delimited by spaces. The locale
         defines the language in which the server will send reply texts.
 
-        Spec checks: must not be empty."""
+        Encoding takes bytes, bytearray or memoryview, under 4 GiB.
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         def __init__(
             self,
@@ -203,7 +214,10 @@ class Connection:
         )
 
         client_properties: Mapping[str, Any] = field(default_factory=FieldTable)
-        """Client properties."""
+        """Client properties.
+
+        Encoding takes a mapping with str keys of at most 255 bytes and values of the field-
+        table types (a bad value is named by its path, such as ``arguments["x"][0]``)."""
 
         mechanism: str = "PLAIN"
         """Selected security mechanism.
@@ -211,7 +225,10 @@ class Connection:
         A single security mechanisms selected by the client, which must be one of those
         specified by the server.
 
-        Spec checks: must not be empty."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         response: bytes = b""
         """Security response data.
@@ -219,7 +236,9 @@ class Connection:
         A block of opaque data passed to the security mechanism. The contents of this data are
         defined by the SASL security mechanism.
 
-        Spec checks: must not be empty."""
+        Encoding takes bytes, bytearray or memoryview, under 4 GiB.
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         locale: str = "en_US"
         """Selected message locale.
@@ -227,7 +246,10 @@ class Connection:
         A single message locale selected by the client, which must be one of those specified by
         the server.
 
-        Spec checks: must not be empty."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         def __init__(
             self,
@@ -295,7 +317,9 @@ class Connection:
         challenge: bytes = b""
         """Security challenge data.
 
-        Challenge information, a block of opaque binary data passed to the security mechanism."""
+        Challenge information, a block of opaque binary data passed to the security mechanism.
+
+        Encoding takes bytes, bytearray or memoryview, under 4 GiB."""
 
         def __init__(
             self,
@@ -346,7 +370,9 @@ class Connection:
         A block of opaque data passed to the security mechanism. The contents of this data are
         defined by the SASL security mechanism.
 
-        Spec checks: must not be empty."""
+        Encoding takes bytes, bytearray or memoryview, under 4 GiB.
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         def __init__(
             self,
@@ -397,7 +423,9 @@ class Connection:
         """Proposed maximum channels.
 
         Specifies highest channel number that the server permits.  Usable channel numbers
-        are in the range 1..channel-max.  Zero indicates no specified limit."""
+        are in the range 1..channel-max.  Zero indicates no specified limit.
+
+        Encoding takes an int in 0..65535."""
 
         frame_max: int = 0
         """Proposed maximum frame size.
@@ -405,13 +433,17 @@ class Connection:
         The largest frame size that the server proposes for the connection, including
         frame header and end-byte.  The client can negotiate a lower value. Zero means
         that the server does not impose any specific limit but may reject very large
-        frames if it cannot allocate resources for them."""
+        frames if it cannot allocate resources for them.
+
+        Encoding takes an int in 0..4294967295."""
 
         heartbeat: int = 0
         """Desired heartbeat delay.
 
         The delay, in seconds, of the connection heartbeat that the server wants. Zero means the
-        server does not want a heartbeat."""
+        server does not want a heartbeat.
+
+        Encoding takes an int in 0..65535."""
 
         def __init__(
             self,
@@ -464,7 +496,10 @@ class Connection:
 
         The maximum total number of channels that the client will use per connection.
 
-        Spec checks: must not be empty; le tune.channel-max."""
+        Encoding takes an int in 0..65535.
+
+        The spec also asks: must not be empty; le tune.channel-max. Not checked by this codec:
+        the peer enforces it."""
 
         frame_max: int = 0
         """Negotiated maximum frame size.
@@ -473,13 +508,17 @@ class Connection:
         means that the client does not impose any specific limit but may reject very large
         frames if it cannot allocate resources for them. Note that the frame-max limit applies
         principally to content frames, where large contents can be broken into frames of
-        arbitrary size."""
+        arbitrary size.
+
+        Encoding takes an int in 0..4294967295."""
 
         heartbeat: int = 0
         """Desired heartbeat delay.
 
         The delay, in seconds, of the connection heartbeat that the client wants. Zero means the
-        client does not want a heartbeat."""
+        client does not want a heartbeat.
+
+        Encoding takes an int in 0..65535."""
 
         def __init__(
             self,
@@ -532,7 +571,11 @@ class Connection:
 
         The name of the virtual host to work with.
 
-        Spec checks: must not be empty; at most 127 bytes."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: must not be empty; at most 127 bytes. Not checked by this codec: the
+        peer enforces it."""
 
         reserved_1: str = field(default="", init=False, repr=False, compare=False)
         """Reserved: always '' when encoded, unless decoded with another value."""
@@ -648,20 +691,29 @@ class Connection:
         )
 
         reply_code: int = 0
-        """Spec checks: must not be empty."""
+        """Encoding takes an int in 0..65535.
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         reply_text: str = ""
-        """Spec checks: must not be empty."""
+        """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         class_id: int = 0
         """Failing method class.
 
-        When the close is provoked by a method exception, this is the class of the method."""
+        When the close is provoked by a method exception, this is the class of the method.
+
+        Encoding takes an int in 0..65535."""
 
         method_id: int = 0
         """Failing method ID.
 
-        When the close is provoked by a method exception, this is the ID of the method."""
+        When the close is provoked by a method exception, this is the ID of the method.
+
+        Encoding takes an int in 0..65535."""
 
         def __init__(
             self,
@@ -745,7 +797,10 @@ class Connection:
         reason: str = ""
         """Block reason.
 
-        The reason the connection was blocked."""
+        The reason the connection was blocked.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         def __init__(
             self,
@@ -822,12 +877,17 @@ class Connection:
         new_secret: bytes = b""
         """New secret.
 
-        The new secret."""
+        The new secret.
+
+        Encoding takes bytes, bytearray or memoryview, under 4 GiB."""
 
         reason: str = ""
         """Reason.
 
-        The reason for the secret update."""
+        The reason for the secret update.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         def __init__(
             self,
@@ -1013,7 +1073,9 @@ class Channel:
         """Start/stop content frames.
 
         If 1, the peer starts sending content frames. If 0, the peer stops sending content
-        frames."""
+        frames.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -1054,7 +1116,9 @@ class Channel:
         """Current flow setting.
 
         Confirms the setting of the processed flow method: 1 means the peer will start sending
-        or continue to send content frames; 0 means it will not."""
+        or continue to send content frames; 0 means it will not.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -1098,20 +1162,29 @@ class Channel:
         )
 
         reply_code: int = 0
-        """Spec checks: must not be empty."""
+        """Encoding takes an int in 0..65535.
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         reply_text: str = ""
-        """Spec checks: must not be empty."""
+        """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         class_id: int = 0
         """Failing method class.
 
-        When the close is provoked by a method exception, this is the class of the method."""
+        When the close is provoked by a method exception, this is the class of the method.
+
+        Encoding takes an int in 0..65535."""
 
         method_id: int = 0
         """Failing method ID.
 
-        When the close is provoked by a method exception, this is the ID of the method."""
+        When the close is provoked by a method exception, this is the ID of the method.
+
+        Encoding takes an int in 0..65535."""
 
         def __init__(
             self,
@@ -1205,22 +1278,35 @@ class Access:
         )
 
         realm: str = "/data"
-        """Name of requested realm."""
+        """Name of requested realm.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         exclusive: bool = False
-        """Request exclusive access."""
+        """Request exclusive access.
+
+        Encoding takes any value (its truth is the bit)."""
 
         passive: bool = True
-        """Request passive access."""
+        """Request passive access.
+
+        Encoding takes any value (its truth is the bit)."""
 
         active: bool = True
-        """Request active access."""
+        """Request active access.
+
+        Encoding takes any value (its truth is the bit)."""
 
         write: bool = True
-        """Request write access."""
+        """Request write access.
+
+        Encoding takes any value (its truth is the bit)."""
 
         read: bool = True
-        """Request read access."""
+        """Request read access.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -1283,7 +1369,9 @@ class Access:
         )
 
         ticket: int = 1
-        """Access ticket granted by the server."""
+        """Access ticket granted by the server.
+
+        Encoding takes an int in 0..65535."""
 
         def __init__(
             self,
@@ -1345,7 +1433,11 @@ class Exchange:
         """Reserved: always 0 when encoded, unless decoded with another value."""
 
         exchange: str = ""
-        """Spec checks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$; must not be empty."""
+        """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$; must not be empty.
+        Not checked by this codec: the peer enforces it."""
 
         type: str = "direct"
         """Exchange type.
@@ -1353,7 +1445,10 @@ class Exchange:
         Each exchange belongs to one of a set of exchange types implemented by the server. The
         exchange types define the functionality of the exchange - i.e. how messages are routed
         through it. It is not valid or meaningful to attempt to change the type of an existing
-        exchange."""
+        exchange.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         passive: bool = False
         """Do not create exchange.
@@ -1363,34 +1458,46 @@ class Exchange:
         use this to check whether an exchange exists without modifying the
         server state. When set, all other method fields except name and no-wait
         are ignored.  A declare with both passive and no-wait has no effect.
-        Arguments are compared for semantic equivalence."""
+        Arguments are compared for semantic equivalence.
+
+        Encoding takes any value (its truth is the bit)."""
 
         durable: bool = False
         """Request a durable exchange.
 
         If set when creating a new exchange, the exchange will be marked as durable. Durable
         exchanges remain active when a server restarts. Non-durable exchanges (transient
-        exchanges) are purged if/when a server restarts."""
+        exchanges) are purged if/when a server restarts.
+
+        Encoding takes any value (its truth is the bit)."""
 
         auto_delete: bool = False
         """Auto-delete when unused.
 
-        If set, the exchange is deleted when all queues have finished using it."""
+        If set, the exchange is deleted when all queues have finished using it.
+
+        Encoding takes any value (its truth is the bit)."""
 
         internal: bool = False
         """Create internal exchange.
 
         If set, the exchange may not be used directly by publishers, but only when bound to
         other exchanges. Internal exchanges are used to construct wiring that is not visible to
-        applications."""
+        applications.
+
+        Encoding takes any value (its truth is the bit)."""
 
         no_wait: bool = False
+        """Encoding takes any value (its truth is the bit)."""
 
         arguments: Mapping[str, Any] = field(default_factory=FieldTable)
         """Arguments for declaration.
 
         A set of arguments for the declaration. The syntax and semantics of these arguments
-        depends on the server implementation."""
+        depends on the server implementation.
+
+        Encoding takes a mapping with str keys of at most 255 bytes and values of the field-
+        table types (a bad value is named by its path, such as ``arguments["x"][0]``)."""
 
         def __init__(
             self,
@@ -1500,16 +1607,23 @@ class Exchange:
         """Reserved: always 0 when encoded, unless decoded with another value."""
 
         exchange: str = ""
-        """Spec checks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$; must not be empty."""
+        """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$; must not be empty.
+        Not checked by this codec: the peer enforces it."""
 
         if_unused: bool = False
         """Delete only if unused.
 
         If set, the server will only delete the exchange if it has no queue bindings. If the
         exchange has queue bindings the server does not delete it but raises a channel exception
-        instead."""
+        instead.
+
+        Encoding takes any value (its truth is the bit)."""
 
         no_wait: bool = False
+        """Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -1610,29 +1724,44 @@ class Exchange:
 
         Specifies the name of the destination exchange to bind.
 
-        Spec checks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$. Not checked by this
+        codec: the peer enforces it."""
 
         source: str = ""
         """Name of the source exchange to bind to.
 
         Specifies the name of the source exchange to bind.
 
-        Spec checks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$. Not checked by this
+        codec: the peer enforces it."""
 
         routing_key: str = ""
         """Message routing key.
 
         Specifies the routing key for the binding. The routing key is used for routing messages
         depending on the exchange configuration. Not all exchanges use a routing key - refer to
-        the specific exchange documentation."""
+        the specific exchange documentation.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         no_wait: bool = False
+        """Encoding takes any value (its truth is the bit)."""
 
         arguments: Mapping[str, Any] = field(default_factory=FieldTable)
         """Arguments for binding.
 
         A set of arguments for the binding. The syntax and semantics of these arguments depends
-        on the exchange class."""
+        on the exchange class.
+
+        Encoding takes a mapping with str keys of at most 255 bytes and values of the field-
+        table types (a bad value is named by its path, such as ``arguments["x"][0]``)."""
 
         def __init__(
             self,
@@ -1742,24 +1871,39 @@ class Exchange:
         destination: str = ""
         """Specifies the name of the destination exchange to unbind.
 
-        Spec checks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$. Not checked by this
+        codec: the peer enforces it."""
 
         source: str = ""
         """Specifies the name of the source exchange to unbind.
 
-        Spec checks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$. Not checked by this
+        codec: the peer enforces it."""
 
         routing_key: str = ""
         """Routing key of binding.
 
-        Specifies the routing key of the binding to unbind."""
+        Specifies the routing key of the binding to unbind.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         no_wait: bool = False
+        """Encoding takes any value (its truth is the bit)."""
 
         arguments: Mapping[str, Any] = field(default_factory=FieldTable)
         """Arguments of binding.
 
-        Specifies the arguments of the binding to unbind."""
+        Specifies the arguments of the binding to unbind.
+
+        Encoding takes a mapping with str keys of at most 255 bytes and values of the field-
+        table types (a bad value is named by its path, such as ``arguments["x"][0]``)."""
 
         def __init__(
             self,
@@ -1882,7 +2026,11 @@ class Queue:
         """Reserved: always 0 when encoded, unless decoded with another value."""
 
         queue: str = ""
-        """Spec checks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$."""
+        """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$. Not checked by this
+        codec: the peer enforces it."""
 
         passive: bool = False
         """Do not create queue.
@@ -1892,7 +2040,9 @@ class Queue:
         use this to check whether a queue exists without modifying the
         server state.  When set, all other method fields except name and no-wait
         are ignored.  A declare with both passive and no-wait has no effect.
-        Arguments are compared for semantic equivalence."""
+        Arguments are compared for semantic equivalence.
+
+        Encoding takes any value (its truth is the bit)."""
 
         durable: bool = False
         """Request a durable queue.
@@ -1901,14 +2051,18 @@ class Queue:
         remain active when a server restarts. Non-durable queues (transient queues) are purged
         if/when a server restarts. Note that durable queues do not necessarily hold persistent
         messages, although it does not make sense to send persistent messages to a transient
-        queue."""
+        queue.
+
+        Encoding takes any value (its truth is the bit)."""
 
         exclusive: bool = False
         """Request an exclusive queue.
 
         Exclusive queues may only be accessed by the current connection, and are
         deleted when that connection closes.  Passive declaration of an exclusive
-        queue by other connections are not allowed."""
+        queue by other connections are not allowed.
+
+        Encoding takes any value (its truth is the bit)."""
 
         auto_delete: bool = False
         """Auto-delete queue when unused.
@@ -1916,15 +2070,21 @@ class Queue:
         If set, the queue is deleted when all consumers have finished using it.  The last
         consumer can be cancelled either explicitly or because its channel is closed. If
         there was no consumer ever on the queue, it won't be deleted.  Applications can
-        explicitly delete auto-delete queues using the Delete method as normal."""
+        explicitly delete auto-delete queues using the Delete method as normal.
+
+        Encoding takes any value (its truth is the bit)."""
 
         no_wait: bool = False
+        """Encoding takes any value (its truth is the bit)."""
 
         arguments: Mapping[str, Any] = field(default_factory=FieldTable)
         """Arguments for declaration.
 
         A set of arguments for the declaration. The syntax and semantics of these arguments
-        depends on the server implementation."""
+        depends on the server implementation.
+
+        Encoding takes a mapping with str keys of at most 255 bytes and values of the field-
+        table types (a bad value is named by its path, such as ``arguments["x"][0]``)."""
 
         def __init__(
             self,
@@ -1999,15 +2159,22 @@ class Queue:
         """Reports the name of the queue. If the server generated a queue name, this field contains
         that name.
 
-        Spec checks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$; must not be empty."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$; must not be empty.
+        Not checked by this codec: the peer enforces it."""
 
         message_count: int = 0
+        """Encoding takes an int in 0..4294967295."""
 
         consumer_count: int = 0
         """Number of consumers.
 
         Reports the number of active consumers for the queue. Note that consumers can suspend
-        activity (Channel.Flow) in which case they do not appear in this count."""
+        activity (Channel.Flow) in which case they do not appear in this count.
+
+        Encoding takes an int in 0..4294967295."""
 
         def __init__(
             self,
@@ -2076,12 +2243,20 @@ class Queue:
         queue: str = ""
         """Specifies the name of the queue to bind.
 
-        Spec checks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$. Not checked by this
+        codec: the peer enforces it."""
 
         exchange: str = ""
         """Name of the exchange to bind to.
 
-        Spec checks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$. Not checked by this
+        codec: the peer enforces it."""
 
         routing_key: str = ""
         """Message routing key.
@@ -2093,15 +2268,22 @@ class Queue:
         routing key is also empty, the server uses this queue name for the routing
         key as well.  If the queue name is provided but the routing key is empty, the
         server does the binding with that empty routing key.  The meaning of empty
-        routing keys depends on the exchange implementation."""
+        routing keys depends on the exchange implementation.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         no_wait: bool = False
+        """Encoding takes any value (its truth is the bit)."""
 
         arguments: Mapping[str, Any] = field(default_factory=FieldTable)
         """Arguments for binding.
 
         A set of arguments for the binding. The syntax and semantics of these arguments depends
-        on the exchange class."""
+        on the exchange class.
+
+        Encoding takes a mapping with str keys of at most 255 bytes and values of the field-
+        table types (a bad value is named by its path, such as ``arguments["x"][0]``)."""
 
         def __init__(
             self,
@@ -2210,22 +2392,36 @@ class Queue:
         queue: str = ""
         """Specifies the name of the queue to unbind.
 
-        Spec checks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$. Not checked by this
+        codec: the peer enforces it."""
 
         exchange: str = ""
         """The name of the exchange to unbind from.
 
-        Spec checks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$. Not checked by this
+        codec: the peer enforces it."""
 
         routing_key: str = ""
         """Routing key of binding.
 
-        Specifies the routing key of the binding to unbind."""
+        Specifies the routing key of the binding to unbind.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         arguments: Mapping[str, Any] = field(default_factory=FieldTable)
         """Arguments of binding.
 
-        Specifies the arguments of the binding to unbind."""
+        Specifies the arguments of the binding to unbind.
+
+        Encoding takes a mapping with str keys of at most 255 bytes and values of the field-
+        table types (a bad value is named by its path, such as ``arguments["x"][0]``)."""
 
         def __init__(
             self,
@@ -2325,9 +2521,14 @@ class Queue:
         queue: str = ""
         """Specifies the name of the queue to purge.
 
-        Spec checks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$. Not checked by this
+        codec: the peer enforces it."""
 
         no_wait: bool = False
+        """Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -2379,7 +2580,9 @@ class Queue:
         )
 
         message_count: int = 0
-        """Reports the number of messages purged."""
+        """Reports the number of messages purged.
+
+        Encoding takes an int in 0..4294967295."""
 
         def __init__(
             self,
@@ -2428,20 +2631,29 @@ class Queue:
         queue: str = ""
         """Specifies the name of the queue to delete.
 
-        Spec checks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$. Not checked by this
+        codec: the peer enforces it."""
 
         if_unused: bool = False
         """Delete only if unused.
 
         If set, the server will only delete the queue if it has no consumers. If the queue has
-        consumers the server does does not delete it but raises a channel exception instead."""
+        consumers the server does does not delete it but raises a channel exception instead.
+
+        Encoding takes any value (its truth is the bit)."""
 
         if_empty: bool = False
         """Delete only if empty.
 
-        If set, the server will only delete the queue if it has no messages."""
+        If set, the server will only delete the queue if it has no messages.
+
+        Encoding takes any value (its truth is the bit)."""
 
         no_wait: bool = False
+        """Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -2501,7 +2713,9 @@ class Queue:
         )
 
         message_count: int = 0
-        """Reports the number of messages deleted."""
+        """Reports the number of messages deleted.
+
+        Encoding takes an int in 0..4294967295."""
 
         def __init__(
             self,
@@ -2567,7 +2781,9 @@ class Basic:
         if it is equal to or smaller in size than the available prefetch size (and also falls
         into other prefetch limits). May be set to zero, meaning "no specific limit", although
         other prefetch limits may still apply. The prefetch-size is ignored if the no-ack option
-        is set."""
+        is set.
+
+        Encoding takes an int in 0..4294967295."""
 
         prefetch_count: int = 0
         """Prefetch window in messages.
@@ -2575,7 +2791,9 @@ class Basic:
         Specifies a prefetch window in terms of whole messages. This field may be used in
         combination with the prefetch-size field; a message will only be sent in advance if both
         prefetch windows (and those at the channel and connection level) allow it. The prefetch-
-        count is ignored if the no-ack option is set."""
+        count is ignored if the no-ack option is set.
+
+        Encoding takes an int in 0..65535."""
 
         global_: bool = False
         """Apply to entire connection.
@@ -2585,7 +2803,9 @@ class Basic:
         to the entire connection." Instead, RabbitMQ takes global=false to mean that the QoS
         settings should apply per-consumer (for new consumers on the channel; existing ones
         being unaffected) and global=true to mean that the QoS settings should apply per-
-        channel."""
+        channel.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -2679,29 +2899,44 @@ class Basic:
         queue: str = ""
         """Specifies the name of the queue to consume from.
 
-        Spec checks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$. Not checked by this
+        codec: the peer enforces it."""
 
         consumer_tag: str = ""
         """Specifies the identifier for the consumer. The consumer tag is local to a channel, so
         two clients can use the same consumer tags. If this field is empty the server will
-        generate a unique tag."""
+        generate a unique tag.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         no_local: bool = False
+        """Encoding takes any value (its truth is the bit)."""
 
         no_ack: bool = False
+        """Encoding takes any value (its truth is the bit)."""
 
         exclusive: bool = False
         """Request exclusive access.
 
-        Request exclusive consumer access, meaning only this consumer can access the queue."""
+        Request exclusive consumer access, meaning only this consumer can access the queue.
+
+        Encoding takes any value (its truth is the bit)."""
 
         no_wait: bool = False
+        """Encoding takes any value (its truth is the bit)."""
 
         arguments: Mapping[str, Any] = field(default_factory=FieldTable)
         """Arguments for declaration.
 
         A set of arguments for the consume. The syntax and semantics of these arguments depends
-        on the server implementation."""
+        on the server implementation.
+
+        Encoding takes a mapping with str keys of at most 255 bytes and values of the field-
+        table types (a bad value is named by its path, such as ``arguments["x"][0]``)."""
 
         def __init__(
             self,
@@ -2776,7 +3011,10 @@ class Basic:
         )
 
         consumer_tag: str = ""
-        """Holds the consumer tag specified by the client or provided by the server."""
+        """Holds the consumer tag specified by the client or provided by the server.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         def __init__(
             self,
@@ -2836,8 +3074,11 @@ class Basic:
         )
 
         consumer_tag: str = ""
+        """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         no_wait: bool = False
+        """Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -2888,6 +3129,8 @@ class Basic:
         )
 
         consumer_tag: str = ""
+        """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         def __init__(
             self,
@@ -2948,20 +3191,29 @@ class Basic:
         meaning the default exchange. If the exchange name is specified, and that exchange does
         not exist, the server will raise a channel exception.
 
-        Spec checks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$. Not checked by this
+        codec: the peer enforces it."""
 
         routing_key: str = ""
         """Message routing key.
 
         Specifies the routing key for the message. The routing key is used for routing messages
-        depending on the exchange configuration."""
+        depending on the exchange configuration.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         mandatory: bool = False
         """Indicate mandatory routing.
 
         This flag tells the server how to react if the message cannot be routed to a queue. If
         this flag is set, the server will return an unroutable message with a Return method. If
-        this flag is zero, the server silently drops the message."""
+        this flag is zero, the server silently drops the message.
+
+        Encoding takes any value (its truth is the bit)."""
 
         immediate: bool = False
         """Request immediate delivery.
@@ -2969,7 +3221,9 @@ class Basic:
         This flag tells the server how to react if the message cannot be routed to a queue
         consumer immediately. If this flag is set, the server will return an undeliverable
         message with a Return method. If this flag is zero, the server will queue the message,
-        but with no guarantee that it will ever be consumed."""
+        but with no guarantee that it will ever be consumed.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -3036,21 +3290,33 @@ class Basic:
         )
 
         reply_code: int = 0
-        """Spec checks: must not be empty."""
+        """Encoding takes an int in 0..65535.
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         reply_text: str = ""
-        """Spec checks: must not be empty."""
+        """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: must not be empty. Not checked by this codec: the peer enforces it."""
 
         exchange: str = ""
         """Specifies the name of the exchange that the message was originally published
         to.  May be empty, meaning the default exchange.
 
-        Spec checks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$. Not checked by this
+        codec: the peer enforces it."""
 
         routing_key: str = ""
         """Message routing key.
 
-        Specifies the routing key name specified when the message was published."""
+        Specifies the routing key name specified when the message was published.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         def __init__(
             self,
@@ -3122,21 +3388,32 @@ class Basic:
         )
 
         consumer_tag: str = ""
+        """Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         delivery_tag: int = 0
+        """Encoding takes an int in 0..2**64-1."""
 
         redelivered: bool = False
+        """Encoding takes any value (its truth is the bit)."""
 
         exchange: str = ""
         """Specifies the name of the exchange that the message was originally published to. May be
         empty, indicating the default exchange.
 
-        Spec checks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$. Not checked by this
+        codec: the peer enforces it."""
 
         routing_key: str = ""
         """Message routing key.
 
-        Specifies the routing key name specified when the message was published."""
+        Specifies the routing key name specified when the message was published.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         def __init__(
             self,
@@ -3214,9 +3491,14 @@ class Basic:
         queue: str = ""
         """Specifies the name of the queue to get a message from.
 
-        Spec checks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$. Not checked by this
+        codec: the peer enforces it."""
 
         no_ack: bool = False
+        """Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -3273,21 +3555,31 @@ class Basic:
         )
 
         delivery_tag: int = 0
+        """Encoding takes an int in 0..2**64-1."""
 
         redelivered: bool = False
+        """Encoding takes any value (its truth is the bit)."""
 
         exchange: str = ""
         """Specifies the name of the exchange that the message was originally published to. If
         empty, the message was published to the default exchange.
 
-        Spec checks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$."""
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes).
+
+        The spec also asks: at most 127 bytes; matches ^[a-zA-Z0-9-_.:]*$. Not checked by this
+        codec: the peer enforces it."""
 
         routing_key: str = ""
         """Message routing key.
 
-        Specifies the routing key name specified when the message was published."""
+        Specifies the routing key name specified when the message was published.
+
+        Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other
+        bytes)."""
 
         message_count: int = 0
+        """Encoding takes an int in 0..4294967295."""
 
         def __init__(
             self,
@@ -3405,6 +3697,7 @@ class Basic:
         )
 
         delivery_tag: int = 0
+        """Encoding takes an int in 0..2**64-1."""
 
         multiple: bool = False
         """Acknowledge multiple messages.
@@ -3412,7 +3705,9 @@ class Basic:
         If set to 1, the delivery tag is treated as "up to and including", so that multiple
         messages can be acknowledged with a single method. If set to zero, the delivery tag
         refers to a single message. If the multiple field is 1, and the delivery tag is zero,
-        this indicates acknowledgement of all outstanding messages."""
+        this indicates acknowledgement of all outstanding messages.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -3456,12 +3751,15 @@ class Basic:
         )
 
         delivery_tag: int = 0
+        """Encoding takes an int in 0..2**64-1."""
 
         requeue: bool = True
         """Requeue the message.
 
         If requeue is true, the server will attempt to requeue the message.  If requeue
-        is false or the requeue  attempt fails the messages are discarded or dead-lettered."""
+        is false or the requeue  attempt fails the messages are discarded or dead-lettered.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -3507,7 +3805,9 @@ class Basic:
 
         If this field is zero, the message will be redelivered to the original recipient. If
         this bit is 1, the server will attempt to requeue the message, potentially then
-        delivering it to an alternative subscriber."""
+        delivering it to an alternative subscriber.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -3551,7 +3851,9 @@ class Basic:
 
         If this field is zero, the message will be redelivered to the original recipient. If
         this bit is 1, the server will attempt to requeue the message, potentially then
-        delivering it to an alternative subscriber."""
+        delivering it to an alternative subscriber.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -3622,6 +3924,7 @@ class Basic:
         )
 
         delivery_tag: int = 0
+        """Encoding takes an int in 0..2**64-1."""
 
         multiple: bool = False
         """Reject multiple messages.
@@ -3629,14 +3932,18 @@ class Basic:
         If set to 1, the delivery tag is treated as "up to and including", so that multiple
         messages can be rejected with a single method. If set to zero, the delivery tag refers
         to a single message. If the multiple field is 1, and the delivery tag is zero, this
-        indicates rejection of all outstanding messages."""
+        indicates rejection of all outstanding messages.
+
+        Encoding takes any value (its truth is the bit)."""
 
         requeue: bool = True
         """Requeue the message.
 
         If requeue is true, the server will attempt to requeue the message.  If requeue
         is false or the requeue  attempt fails the messages are discarded or dead-lettered.
-        Clients receiving the Nack methods should ignore this flag."""
+        Clients receiving the Nack methods should ignore this flag.
+
+        Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,
@@ -3710,6 +4017,7 @@ class Confirm:
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (FieldSpec("nowait", "nowait", "bit", False),)
 
         nowait: bool = False
+        """Encoding takes any value (its truth is the bit)."""
 
         def __init__(
             self,

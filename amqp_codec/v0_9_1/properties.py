@@ -97,46 +97,75 @@ class BasicProperties(Properties):
     )
 
     content_type: str | None = None
-    """MIME content type."""
+    """MIME content type.
+
+    Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other bytes)."""
 
     content_encoding: str | None = None
-    """MIME content encoding."""
+    """MIME content encoding.
+
+    Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other bytes)."""
 
     headers: Mapping[str, Any] | None = None
-    """Message header field table."""
+    """Message header field table.
+
+    Encoding takes a mapping with str keys of at most 255 bytes and values of the field-table
+    types (a bad value is named by its path, such as ``arguments["x"][0]``)."""
 
     delivery_mode: int | None = None
-    """Non-persistent (1) or persistent (2)."""
+    """Non-persistent (1) or persistent (2).
+
+    Encoding takes an int in 0..255."""
 
     priority: int | None = None
-    """Message priority, 0 to 9."""
+    """Message priority, 0 to 9.
+
+    Encoding takes an int in 0..255."""
 
     correlation_id: str | None = None
-    """Application correlation identifier."""
+    """Application correlation identifier.
+
+    Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other bytes)."""
 
     reply_to: str | None = None
-    """Address to reply to."""
+    """Address to reply to.
+
+    Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other bytes)."""
 
     expiration: str | None = None
-    """Message expiration specification."""
+    """Message expiration specification.
+
+    Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other bytes)."""
 
     message_id: str | None = None
-    """Application message identifier."""
+    """Application message identifier.
+
+    Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other bytes)."""
 
     timestamp: Timestamp | int | None = None
-    """Message timestamp."""
+    """Message timestamp.
+
+    Encoding takes an int (a Timestamp) in 0..2**64-1."""
 
     type: str | None = None
-    """Message type name."""
+    """Message type name.
+
+    Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other bytes)."""
 
     user_id: str | None = None
-    """Creating user id."""
+    """Creating user id.
+
+    Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other bytes)."""
 
     app_id: str | None = None
-    """Creating application id."""
+    """Creating application id.
+
+    Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other bytes)."""
 
     cluster_id: str | None = None
-    """Intra-cluster routing identifier (deprecated)."""
+    """Intra-cluster routing identifier (deprecated).
+
+    Encoding takes a str of at most 255 bytes as UTF-8 (surrogate escapes carry other bytes)."""
 
     def __init__(
         self,

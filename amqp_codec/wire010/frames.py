@@ -69,11 +69,14 @@ _pack_header = _HEADER.pack
 S = TypeVar("S", bound=PackedStruct)
 
 
+def _check_int(value: object, high: int, field: str) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= high:
+        raise AMQPEncodeError(f"{field} {value!r} is not an int in 0..{high}", field=field)
+
+
 def _check_flags_track(flags: int, track: int) -> None:
-    if not 0 <= flags <= 0x0F:
-        raise AMQPEncodeError(f"frame flags 0x{flags:x} are not 0..0x0f", field="flags")
-    if not 0 <= track <= 0x0F:
-        raise AMQPEncodeError(f"track {track} is not 0..15", field="track")
+    _check_int(flags, 0x0F, "flags")
+    _check_int(track, 0x0F, "track")
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +90,8 @@ class DraftMethodFrame:
 
     def __post_init__(self) -> None:
         if self.flags == -1:
-            flags = 0x0B if self.method.HAS_CONTENT else 0x0F
+            # getattr: a bad method is refused by encode_draft_frame, not here.
+            flags = 0x0B if getattr(self.method, "HAS_CONTENT", False) else 0x0F
             object.__setattr__(self, "flags", flags)
 
 
@@ -139,28 +143,50 @@ DraftFrame = DraftMethodFrame | DraftHeaderFrame | DraftBodyFrame | DraftHeartbe
 
 
 def _frame(flags: int, frame_type: int, track: int, channel: int, payload: bytes) -> bytes:
-    _check_flags_track(flags, track)
     size = HEADER_SIZE + len(payload)
     if size > MAX_FRAME_SIZE:
         raise AMQPEncodeError(f"frame of {size} bytes exceeds the 16-bit size field")
-    if not 0 <= channel <= 0xFFFF:
-        raise AMQPEncodeError(f"channel {channel!r} is not 0..65535", field="channel")
     return b"".join((_pack_header(flags, frame_type, size, 0, track, channel, 0), payload, b"\xce"))
 
 
 def encode_draft_frame(frame: DraftFrame) -> bytes:
-    """The wire bytes of a 99-0 frame; a decoded frame gives back the bytes it came from."""
+    """The wire bytes of a 99-0 frame; a decoded frame gives back the bytes it came from.
+
+    Checked before anything is encoded, each raising :class:`AMQPEncodeError` naming the field:
+    the frame is one of the 99-0 frame classes; ``channel`` an int in 0..65535, ``flags`` and
+    ``track`` ints in 0..15; a method frame's ``method`` a generated method (whose fields its
+    encoder checks); a header frame's ``structs`` a tuple or list of typed structs; a body's
+    ``payload`` bytes; and the whole frame at most 65535 bytes.
+    """
+    if not isinstance(frame, DraftFrame):
+        raise AMQPEncodeError(f"not a 99-0 frame: {type(frame).__name__}")
+    _check_int(frame.channel, 0xFFFF, "channel")
+    _check_flags_track(frame.flags, frame.track)
     if isinstance(frame, DraftMethodFrame):
+        if not isinstance(frame.method, Method):
+            raise AMQPEncodeError(
+                f"method takes a generated method, not {type(frame.method).__name__}",
+                field="method",
+            )
         payload = frame.method.encode()
         return _frame(frame.flags, FRAME_METHOD, frame.track, frame.channel, payload)
     if isinstance(frame, DraftHeaderFrame):
-        payload = b"".join(encode_long_struct(s, "structs") for s in frame.structs)
+        if not isinstance(frame.structs, (tuple, list)):
+            raise AMQPEncodeError(
+                f"structs takes a tuple of structs, not {type(frame.structs).__name__}",
+                field="structs",
+            )
+        payload = b"".join(
+            encode_long_struct(s, f"structs[{i}]") for i, s in enumerate(frame.structs)
+        )
         return _frame(frame.flags, FRAME_HEADER, frame.track, frame.channel, payload)
     if isinstance(frame, DraftBodyFrame):
+        if not isinstance(frame.payload, (bytes, bytearray, memoryview)):
+            raise AMQPEncodeError(
+                f"payload takes bytes, not {type(frame.payload).__name__}", field="payload"
+            )
         return _frame(frame.flags, FRAME_BODY, frame.track, frame.channel, bytes(frame.payload))
-    if isinstance(frame, DraftHeartbeatFrame):
-        return _frame(frame.flags, FRAME_HEARTBEAT, frame.track, frame.channel, b"")
-    raise AMQPEncodeError(f"not a 99-0 frame: {type(frame).__name__}")
+    return _frame(frame.flags, FRAME_HEARTBEAT, frame.track, frame.channel, b"")
 
 
 def encode_draft_message(
@@ -174,8 +200,17 @@ def encode_draft_message(
     """A whole frameset: the method (0x0B), the header and the body split at ``frame_max``.
 
     The header is 0x03 followed by body frames with E on every frame (0x07 alone; 0x06,
-    0x04…, 0x05 when split), or 0x07 with no body frame for empty content.
+    0x04…, 0x05 when split), or 0x07 with no body frame for empty content. Checked as in
+    :func:`encode_draft_frame`, and: ``method`` carries content, ``body`` is bytes and
+    ``frame_max`` an int.
     """
+    _check_int(channel, 0xFFFF, "channel")
+    if not isinstance(method, Method):
+        raise AMQPEncodeError(f"method takes a generated method, not {type(method).__name__}")
+    if not isinstance(body, (bytes, bytearray, memoryview)):
+        raise AMQPEncodeError(f"body takes bytes, not {type(body).__name__}", field="body")
+    if not isinstance(frame_max, int) or isinstance(frame_max, bool):
+        raise AMQPEncodeError(f"frame_max {frame_max!r} is not an int", field="frame_max")
     if not method.HAS_CONTENT:
         raise AMQPEncodeError(f"{method.NAME} carries no content")
     chunk = min(frame_max, MAX_FRAME_SIZE) - HEADER_SIZE
@@ -241,12 +276,26 @@ def decode_frame(spec: ProtocolSpec, buf: bytes, pos: int, depth: int) -> DraftF
             offset=pos,
             channel=channel,
         )
-    if frame_type == FRAME_HEADER:
-        if channel == 0:
-            raise UnexpectedFrameError("header frame on channel 0", offset=pos, channel=0)
-        structs = decode_header_structs(buf, start, end, depth)
-        return DraftHeaderFrame(channel, structs, flags, track)
-    method = decode_method(spec, buf, start, end, depth)
+    if frame_type == FRAME_HEADER and channel == 0:
+        raise UnexpectedFrameError("header frame on channel 0", offset=pos, channel=0)
+    # The generated decoders read some fields (short strings, fixed runs) before checking them
+    # against ``end``: decoded in a copy of the segment alone (at most 64 KiB, so still one
+    # copy per byte), they can never see the next frame's bytes, and an error is the same
+    # whatever else happens to be buffered after this frame.
+    segment = buf[start:end]
+    try:
+        if frame_type == FRAME_HEADER:
+            structs = decode_header_structs(segment, 0, len(segment), depth)
+            return DraftHeaderFrame(channel, structs, flags, track)
+        method = decode_method(spec, segment, 0, len(segment), depth)
+    except AMQPDecodeError as exc:
+        if exc.offset is not None:
+            exc.offset += start
+        raise
+    except _BAD_ARGUMENTS:  # a header struct read past the segment
+        raise FrameSyntaxError(
+            "header structs run past the end of the frame", offset=start
+        ) from None
     if (method.CLASS_ID == spec.connection_class_id) != (channel == 0):
         raise CommandInvalidError(
             f"{method.NAME} on channel {channel}: channel 0 carries the connection class "

@@ -62,9 +62,10 @@ _unpack_I = struct.Struct(">I").unpack_from
 _pack_I = struct.Struct(">I").pack
 _pack_B = struct.Struct(">B").pack
 
-# Void arrays carry no bytes per element: cap their count so a 9-byte array cannot ask for
-# four billion iterations.
-MAX_VOID_ELEMENTS = 65536
+# An array never holds more elements than it has bytes (its size field's count, which
+# includes the type code and the element count). Elements of a zero-width type (void) carry
+# no bytes of their own, so without this a 9-byte array could ask for four billion Nones;
+# with it, every decoded element is paid for by a byte of input and decoding stays linear.
 
 # Upper nibble of a code the spec does not name → (fixed width, length-prefix width).
 _NIBBLE_WIDTHS: dict[int, tuple[int, int]] = {
@@ -329,19 +330,26 @@ def encode_table(table: Mapping[str, Any] | None, field: str = "") -> bytes:
         entries = table.items()
     else:
         raise AMQPEncodeError(f"a table must be a mapping, not {type(table).__name__}", field=field)
-    for key, value in entries:
-        path = f"{field}[{key!r}]"
-        if not isinstance(key, str):
-            raise AMQPEncodeError("field-table keys are str", field=path)
-        code = type_code_for(value, path)
-        raw = key.encode("utf-8", "surrogateescape")
-        if len(raw) > 255:
-            raise AMQPEncodeError("field-table key over 255 bytes", field=path)
-        parts.append(_pack_B(len(raw)))
-        parts.append(raw)
-        parts.append(_pack_B(code))
-        _encode_value(code, value, parts, path)
+    try:
+        for key, value in entries:
+            path = f'{field}["{key}"]' if isinstance(key, str) else f"{field}[{key!r}]"
+            if not isinstance(key, str):
+                raise AMQPEncodeError("field-table keys are str", field=path)
+            code = type_code_for(value, path)
+            raw = key.encode("utf-8", "surrogateescape")
+            if len(raw) > 255:
+                raise AMQPEncodeError("field-table key over 255 bytes", field=path)
+            parts.append(_pack_B(len(raw)))
+            parts.append(raw)
+            parts.append(_pack_B(code))
+            _encode_value(code, value, parts, path)
+    except RecursionError:  # bounded by the interpreter's stack, not by a cap of ours
+        raise AMQPEncodeError(
+            "field table nests too deeply to encode (or contains itself)", field=field
+        ) from None
     body_len = sum(len(p) for p in parts)
+    if body_len > 0xFFFFFFFF:
+        raise AMQPEncodeError(f"field table of {body_len} bytes overflows its size", field=field)
     parts[0] = _pack_I(body_len)
     return b"".join(parts)
 
@@ -353,7 +361,15 @@ def encode_array(array: Array, field: str = "") -> bytes:
     parts: list[bytes] = [b"", _pack_B(array.code), _pack_I(len(array.values))]
     for i, value in enumerate(array.values):
         _encode_value(array.code, value, parts, f"{field}[{i}]")
-    parts[0] = _pack_I(sum(len(p) for p in parts))
+    size = sum(len(p) for p in parts)
+    if len(array.values) > size:  # zero-width elements: a decoder refuses this (see above)
+        raise AMQPEncodeError(
+            f"an array of {len(array.values)} zero-width elements needs more than its {size} bytes",
+            field=field,
+        )
+    if size > 0xFFFFFFFF:
+        raise AMQPEncodeError(f"array of {size} bytes overflows its long size", field=field)
+    parts[0] = _pack_I(size)
     return b"".join(parts)
 
 
@@ -432,7 +448,7 @@ def _variable_bytes(info: TypeInfo, value: Any, path: str) -> bytes:
             raise AMQPEncodeError(f"{info.name} takes a list or tuple", field=path)
         parts: list[bytes] = []
         for i, item in enumerate(value):
-            code = type_code_for(item, path)
+            code = type_code_for(item, f"{path}[{i}]")
             parts.append(_pack_B(code))
             _encode_value(code, item, parts, f"{path}[{i}]")
         return b"".join(parts)
@@ -509,9 +525,9 @@ def decode_array(
     info = type_info(code)
     if info is None:
         raise FrameSyntaxError(f"array of reserved type code 0x{code:02x}", offset=o + 4)
-    if not (info.width or info.lfwidth) and count > MAX_VOID_ELEMENTS:
-        raise LimitExceededError(
-            f"void array of {count} elements (limit {MAX_VOID_ELEMENTS})", reply_code=502, offset=o
+    if count > size:
+        raise FrameSyntaxError(
+            f"array of {size} bytes claims {count} elements, more than it has bytes", offset=o + 5
         )
     p = o + 9
     values = []
