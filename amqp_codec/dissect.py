@@ -384,6 +384,12 @@ class StreamDissector:
         """Stream bytes held for the frame being decoded or the resync scan."""
         return len(self._window)
 
+    @property
+    def at_frame_boundary(self) -> bool:
+        """Every byte fed so far was part of a whole frame: none is held for a frame still
+        incomplete, and no resynchronisation is under way."""
+        return not self._scanning and not self._window and not self._done
+
     def feed(self, data: bytes | bytearray | memoryview) -> list[Event]:
         """Take the next bytes of the stream; return the events they complete, in order."""
         if self._eof:

@@ -389,26 +389,23 @@ class DirectionDissector:
         self.resolved: list[int] = []  # followed channels resolved by the last frame
         self.follow_frame: tuple[int, int] | None = None
         self.past_end = 0  # bytes read past the region's end
+        self._batch: list[bytes] = []  # contiguous bytes not fed yet, from _batch_start
+        self._batch_start = self._batch_end = self._batched = 0
 
     # -- driving ----------------------------------------------------------------------------
 
     def run(self, items: Iterable[Piece | Gap]) -> Iterator[Row]:
         """Dissect the stream's pieces and gaps (in stream order, from the region's start on),
-        yielding rows as they are found; :attr:`facts` and :attr:`edge` are complete after."""
-        start, end = self.region.start, self.region.end
+        yielding rows as they are found; :attr:`facts` and :attr:`edge` are complete after.
+
+        No item is asked for once the region is done: a region whose frames end exactly at
+        its end, with no message in progress, reads nothing past it.
+        """
+        start = self.region.start
         position = start
         gap: Gap | None = None
         unknown: Gap | None = None
-        batch: list[bytes] = []  # contiguous data not fed yet, from batch_start
-        batch_start = batch_end = batched = 0
         for item in items:
-            if self.mode == _DONE:
-                break
-            if batch and (isinstance(item, Gap) or item.offset != batch_end):
-                self._feed(batch_start, b"".join(batch))
-                batch, batched = [], 0
-                if self.mode == _DONE:
-                    break
             if isinstance(item, Gap):
                 if item.length is None:  # started mid-stream: earlier bytes are unknown
                     unknown = item  # reported with the capture file of the first piece
@@ -419,49 +416,24 @@ class DirectionDissector:
                 self._gap(unknown.offset, None, unknown.ts, item.capture)
                 unknown = None
             if item.offset > position:
+                self._flush_batch()
                 ts = item.ts if gap is None else gap.ts
-                self._gap(position, item.offset - position, ts, item.capture)
+                if self.mode != _DONE:
+                    self._gap(position, item.offset - position, ts, item.capture)
                 position = item.offset
             gap = None
             data = item.data
             if item.offset < position:  # overlap already delivered: keep the new bytes only
                 data = data[position - item.offset :]
-            if not data or self.mode == _DONE:
-                continue
-            low, high = max(position, start), position + len(data)
-            if end is not None:
-                high = min(high, end)
-            if high > low:
-                self.facts.size += high - low
-            if end is not None and position + len(data) > end:
-                self.past_end += position + len(data) - max(end, position)
-                if self.past_end > FOLLOW_LIMIT and self.mode in (_MAIN, _FOLLOW):
-                    self.edge.overflow = True
-                    self.mode = _DONE
-                    break
-            self.starts.append(position)
-            self.stamps.append(item.ts)
-            self.captures.append(item.capture)
-            # Contiguous pieces are fed together: the dissector's cost is per call as much
-            # as per byte, and segments are small.
-            if batch and batch_end == position and batched < _BATCH_BYTES:
-                batch.append(data)
-                batched += len(data)
-            else:
-                if batch:
-                    self._feed(batch_start, b"".join(batch))
-                batch, batch_start, batched = [data], position, len(data)
-            position += len(data)
-            batch_end = position
-            if batched >= _BATCH_BYTES:
-                self._feed(batch_start, b"".join(batch))
-                batch, batched = [], 0
+            if data and self.mode != _DONE:
+                position = self._piece(position, data, item.ts, item.capture)
+            if self.mode == _DONE:
+                break
             if len(self.rows) > 1000:  # hand rows on as they come: a stream may be huge
                 yield from self.rows
                 self.rows.clear()
         else:
-            if batch:
-                self._feed(batch_start, b"".join(batch))
+            self._flush_batch()
             if self.mode == _DONE:
                 pass
             elif not self.region.reads_to_end and self.mode in (_MAIN, _FOLLOW):
@@ -476,10 +448,67 @@ class DirectionDissector:
                     capture = self.captures[-1] if self.captures else ""
                     self._gap(position, gap.length, gap.ts, capture)
                 self._finish()
+        self._flush_batch()
         self._flush()
         self.edge.budget_refused = self.region.index > 0 and self.dissector.budget_refused
         yield from self.rows
         self.rows.clear()
+
+    def _piece(self, position: int, data: bytes, ts: float, capture: str) -> int:
+        """Take the piece ``data`` at stream ``position``; the position after it."""
+        start, end = self.region.start, self.region.end
+        high = position + len(data) if end is None else min(position + len(data), end)
+        if high > max(position, start):
+            self.facts.size += high - max(position, start)
+        if end is not None and position + len(data) > end:
+            self.past_end += position + len(data) - max(end, position)
+            if self.past_end > FOLLOW_LIMIT and self.mode in (_MAIN, _FOLLOW):
+                self.edge.overflow = True
+                self.mode = _DONE
+                return position
+        if end is not None and position < end < position + len(data):
+            # The bytes before the region's end go first, alone: if its frames end exactly
+            # there, nothing after it is needed.
+            self._take(position, data[: end - position], ts, capture)
+            self._at_end(end)
+            if self.mode == _DONE:
+                return end
+            data, position = data[end - position :], end
+        self._take(position, data, ts, capture)
+        position += len(data)
+        if self._batched >= _BATCH_BYTES:
+            self._flush_batch()
+        if position == end:
+            self._at_end(end)
+        return position
+
+    def _take(self, position: int, data: bytes, ts: float, capture: str) -> None:
+        """Index a piece (for timestamps and capture files) and add it to the batch."""
+        self.starts.append(position)
+        self.stamps.append(ts)
+        self.captures.append(capture)
+        # Contiguous pieces are fed together: the dissector's cost is per call as much as
+        # per byte, and segments are small.
+        if self._batch and self._batch_end != position:
+            self._flush_batch()
+        if not self._batch:
+            self._batch_start = position
+        self._batch.append(data)
+        self._batched += len(data)
+        self._batch_end = position + len(data)
+
+    def _flush_batch(self) -> None:
+        if self._batch:
+            data = self._batch[0] if len(self._batch) == 1 else b"".join(self._batch)
+            self._batch, self._batched = [], 0
+            self._feed(self._batch_start, data)
+
+    def _at_end(self, end: int) -> None:
+        """Every byte before the region's end is in: if the frames end exactly there, the
+        region's frames are done."""
+        self._flush_batch()
+        if self.mode == _MAIN and self.dissector.at_frame_boundary:
+            self._end_main(end)
 
     def _feed(self, position: int, data: bytes) -> None:
         if self.mode == _SYNC:
