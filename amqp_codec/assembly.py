@@ -98,7 +98,8 @@ class MessageAssembler(ContentTracker[_Pending]):
                     pending.method,
                 )
             if frame.body_size > self.max_body_size:
-                del self._pending[channel]
+                # A soft error: the body frames that follow are dropped, not refused with 505.
+                self.forget(channel)
                 raise LimitExceededError(
                     f"content body of {frame.body_size} bytes exceeds max_body_size {self.max_body_size}",
                     reply_code=406,
