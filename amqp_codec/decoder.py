@@ -180,6 +180,7 @@ class FrameDecoder:
         self._need = 0  # bytes _fill last waited for, counted from _pos
         self._started = False  # past the protocol header / first frame
         self._error: AMQPDecodeError | None = None
+        self._skipped: AMQPDecodeError | None = None  # the last soft error's frame was skipped
         self._fast = False  # next_frame's fast path is on once the version is known
         # The spec's method decoders split by the channels they may arrive on.
         self._connection_decoders: dict[int, MethodDecoder] = {}
@@ -359,6 +360,8 @@ class FrameDecoder:
     def _skip_soft_error_frame(self, error: AMQPDecodeError) -> bool:
         """Step over the frame a soft error (406, a content body over ``max_body_size``) was
         raised for, which closes only its channel; False for errors that end the stream."""
+        if error is self._skipped:
+            return True  # raised through a nested next_frame call: already stepped over
         if error.hard or not error.channel or self._spec is None or not self._started:
             return False
         if self._spec.wire_format != "0-9":
@@ -370,6 +373,7 @@ class FrameDecoder:
         if len(buf) - pos < size + FRAME_OVERHEAD:
             return False
         self._pos = pos + size + FRAME_OVERHEAD
+        self._skipped = error
         return True
 
     def _next_frame(self) -> Frame | Literal[NeedData.NEED_DATA]:
