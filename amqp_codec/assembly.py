@@ -21,19 +21,25 @@ from ._content import ContentTracker
 from .base import Method, Properties
 from .decoder import DEFAULT_MAX_BODY_SIZE
 from .errors import LimitExceededError
-from .frames import ContentBodyFrame, ContentHeaderFrame, Frame, MethodFrame
+from .frames import ContentBodyFrame, ContentHeaderFrame, Frame, MethodFrame, body_repr
 
 __all__ = ["Message", "MessageAssembler"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Message:
-    """A whole message: its method, properties and body."""
+    """A whole message: its method, properties and body (its repr shows the first bytes)."""
 
     channel: int
     method: Method
     properties: Properties
     body: bytes
+
+    def __repr__(self) -> str:
+        return (
+            f"Message(channel={self.channel}, method={self.method!r}, "
+            f"properties={self.properties!r}, body={body_repr(self.body)})"
+        )
 
 
 @dataclass(slots=True)

@@ -12,6 +12,7 @@ from typing import Any
 
 from .base import Method, Properties
 from .errors import ReplyError, reply_error
+from .frames import body_repr
 
 __all__ = [
     "ChannelClosed",
@@ -61,15 +62,22 @@ class MethodReceived:
     method: Method
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class MessageReceived:
     """A content method with its content assembled: basic.publish (server side),
-    basic.deliver, basic.get-ok and basic.return (client side)."""
+    basic.deliver, basic.get-ok and basic.return (client side). Its repr shows the body's
+    first bytes."""
 
     channel: int
     method: Method
     properties: Properties
     body: bytes
+
+    def __repr__(self) -> str:
+        return (
+            f"MessageReceived(channel={self.channel}, method={self.method!r}, "
+            f"properties={self.properties!r}, body={body_repr(self.body)})"
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -112,13 +112,9 @@ class Timestamp(int):
     def from_datetime(cls, value: _dt.datetime) -> Timestamp:
         """Whole seconds since the epoch; a naive datetime is taken as UTC.
 
-        Raises :class:`AMQPEncodeError` for fractions of a second rather than dropping them.
+        An AMQP timestamp holds whole seconds: the fraction of a second is dropped, as every
+        AMQP client does (``datetime.now()`` works as a message timestamp).
         """
-        if value.microsecond:
-            raise AMQPEncodeError(
-                "an AMQP timestamp holds whole seconds; this datetime has microseconds "
-                "(use .replace(microsecond=0) to drop them deliberately)"
-            )
         delta = value - (_EPOCH_NAIVE if value.tzinfo is None else _EPOCH)
         return cls(delta.days * 86400 + delta.seconds)
 
