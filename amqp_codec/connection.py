@@ -378,6 +378,8 @@ class Connection:
 
     def channel_is_open(self, channel: int) -> bool:
         """True while ``channel`` is open (after ChannelOpened, before a close starts)."""
+        if self._state is not _State.OPEN:
+            return False
         ch = self._channels.get(channel)
         return ch is not None and ch.state is _ChannelState.OPEN and channel != 0
 
