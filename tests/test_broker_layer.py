@@ -6,6 +6,7 @@ import socket
 import time
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -184,4 +185,27 @@ def test_heartbeats_keep_an_idle_connection_alive() -> None:
     live.sock.settimeout(10)
     reply = live.call(ch, v0_9_1.Queue.Declare(queue="", exclusive=True))
     assert isinstance(reply.method, v0_9_1.Queue.DeclareOk)
+    live.close()
+
+
+def _block_after(path: str, heading: str, fence: str) -> str:
+    text = (Path(__file__).resolve().parent.parent / path).read_text(encoding="utf-8")
+    start = text.index(fence, text.index(heading)) + len(fence)
+    return text[start : text.index("```", start)]
+
+
+@pytest.mark.parametrize(
+    ("path", "heading", "fence"),
+    [
+        ("README.md", "### Connections: the protocol", "```py\n"),
+        ("docs/connection.md", "## A publisher and a consumer", "```python\n"),
+    ],
+)
+def test_the_documented_publisher_runs(path: str, heading: str, fence: str) -> None:
+    printed: list[Any] = []
+    code = _block_after(path, heading, fence)
+    exec(compile(code, path, "exec"), {"print": printed.append})
+    live = Live()  # the documented publisher declares a durable queue: leave the broker clean
+    ch = live.channel()
+    live.call(ch, v0_9_1.Queue.Delete(queue="jobs"))
     live.close()
