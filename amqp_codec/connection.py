@@ -217,8 +217,8 @@ class _PeerError(Exception):
 
 
 def _no_wait(method: Method) -> bool:
-    """The method's no-wait flag, spelled ``no_wait`` in 0-9-1 and ``nowait`` in 0-8."""
-    return bool(getattr(method, "no_wait", False) or getattr(method, "nowait", False))
+    """The method's no-wait flag (``no_wait`` reads 0-8's and confirm.select's ``nowait`` too)."""
+    return bool(getattr(method, "no_wait", False))
 
 
 def _is_request(method: Method) -> bool:
@@ -1098,8 +1098,9 @@ class Connection:
 
 
 def _decode_error(exc: AMQPDecodeError) -> _PeerError:
+    reason = exc.reason if exc.field is None else f"{exc.reason} (field {exc.field})"
     error = _PeerError(
-        exc.reply_code or COMMAND_INVALID, exc.reason, channel=0 if exc.hard else exc.channel or 0
+        exc.reply_code or COMMAND_INVALID, reason, channel=0 if exc.hard else exc.channel or 0
     )
     error.class_id, error.method_id = exc.class_id, exc.method_id
     return error

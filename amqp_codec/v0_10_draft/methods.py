@@ -2592,6 +2592,11 @@ class Basic:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
+        @property
+        def no_wait(self) -> bool:
+            """``nowait`` under the spelling the other 0-9-1 methods use."""
+            return self.nowait
+
     @dataclass(frozen=True, slots=True, init=False)
     class ConsumeOk(Method):
         """[DEPRECATED] confirm a new consumer.
@@ -3481,6 +3486,11 @@ class File:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
+        @property
+        def no_wait(self) -> bool:
+            """``nowait`` under the spelling the other 0-9-1 methods use."""
+            return self.nowait
+
     @dataclass(frozen=True, slots=True, init=False)
     class ConsumeOk(Method):
         """Confirm a new consumer.
@@ -4364,6 +4374,11 @@ class Stream:
                 raise
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
+
+        @property
+        def no_wait(self) -> bool:
+            """``nowait`` under the spelling the other 0-9-1 methods use."""
+            return self.nowait
 
     @dataclass(frozen=True, slots=True, init=False)
     class ConsumeOk(Method):

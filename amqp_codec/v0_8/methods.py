@@ -1477,6 +1477,11 @@ class Exchange:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
+        @property
+        def no_wait(self) -> bool:
+            """``nowait`` under the spelling the other 0-9-1 methods use."""
+            return self.nowait
+
     @dataclass(frozen=True, slots=True)
     class DeclareOk(Method):
         """Confirms an exchange declaration.
@@ -1578,6 +1583,11 @@ class Exchange:
                 raise
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
+
+        @property
+        def no_wait(self) -> bool:
+            """``nowait`` under the spelling the other 0-9-1 methods use."""
+            return self.nowait
 
     @dataclass(frozen=True, slots=True)
     class DeleteOk(Method):
@@ -1749,6 +1759,11 @@ class Queue:
                 raise
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
+
+        @property
+        def no_wait(self) -> bool:
+            """``nowait`` under the spelling the other 0-9-1 methods use."""
+            return self.nowait
 
     @dataclass(frozen=True, slots=True, init=False)
     class DeclareOk(Method):
@@ -1945,6 +1960,11 @@ class Queue:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
+        @property
+        def no_wait(self) -> bool:
+            """``nowait`` under the spelling the other 0-9-1 methods use."""
+            return self.nowait
+
     @dataclass(frozen=True, slots=True)
     class BindOk(Method):
         """Confirm bind successful.
@@ -2042,6 +2062,11 @@ class Queue:
                 raise
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
+
+        @property
+        def no_wait(self) -> bool:
+            """``nowait`` under the spelling the other 0-9-1 methods use."""
+            return self.nowait
 
     @dataclass(frozen=True, slots=True, init=False)
     class PurgeOk(Method):
@@ -2179,6 +2204,11 @@ class Queue:
                 raise
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
+
+        @property
+        def no_wait(self) -> bool:
+            """``nowait`` under the spelling the other 0-9-1 methods use."""
+            return self.nowait
 
     @dataclass(frozen=True, slots=True, init=False)
     class DeleteOk(Method):
@@ -2575,6 +2605,11 @@ class Basic:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
+        @property
+        def no_wait(self) -> bool:
+            """``nowait`` under the spelling the other 0-9-1 methods use."""
+            return self.nowait
+
     @dataclass(frozen=True, slots=True, init=False)
     class ConsumeOk(Method):
         """Confirm a new consumer.
@@ -2679,6 +2714,11 @@ class Basic:
                 raise
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
+
+        @property
+        def no_wait(self) -> bool:
+            """``nowait`` under the spelling the other 0-9-1 methods use."""
+            return self.nowait
 
     @dataclass(frozen=True, slots=True, init=False)
     class CancelOk(Method):
@@ -3646,6 +3686,11 @@ class File:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
+        @property
+        def no_wait(self) -> bool:
+            """``nowait`` under the spelling the other 0-9-1 methods use."""
+            return self.nowait
+
     @dataclass(frozen=True, slots=True, init=False)
     class ConsumeOk(Method):
         """Confirm a new consumer.
@@ -3753,6 +3798,11 @@ class File:
                 raise
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
+
+        @property
+        def no_wait(self) -> bool:
+            """``nowait`` under the spelling the other 0-9-1 methods use."""
+            return self.nowait
 
     @dataclass(frozen=True, slots=True, init=False)
     class CancelOk(Method):
@@ -4590,6 +4640,11 @@ class Stream:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
+        @property
+        def no_wait(self) -> bool:
+            """``nowait`` under the spelling the other 0-9-1 methods use."""
+            return self.nowait
+
     @dataclass(frozen=True, slots=True, init=False)
     class ConsumeOk(Method):
         """Confirm a new consumer.
@@ -4699,6 +4754,11 @@ class Stream:
                 raise
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
+
+        @property
+        def no_wait(self) -> bool:
+            """``nowait`` under the spelling the other 0-9-1 methods use."""
+            return self.nowait
 
     @dataclass(frozen=True, slots=True, init=False)
     class CancelOk(Method):
