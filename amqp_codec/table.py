@@ -211,7 +211,9 @@ class FieldTable(Mapping[str, Any]):
         return [value for k, _tag, value in self._entries if k == key]
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain nested dicts and lists (first value of duplicated keys; tags dropped)."""
+        """Plain nested dicts and lists (first value of duplicated keys; tags dropped) that
+        ``json.dumps`` takes: byte strings (``x``) become text (UTF-8, other bytes as ``\\x``
+        escapes) and decimals (``D``) their exact string; timestamps stay ints."""
         return {key: _plain(value) for key, value in self._lookup().items()}
 
     def __eq__(self, other: object) -> bool:
@@ -295,6 +297,10 @@ def _plain(value: Any) -> Any:
         return value.to_dict()
     if isinstance(value, FieldArray):
         return [_plain(v) for v in value]
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).decode("utf-8", "backslashreplace")
+    if isinstance(value, Decimal):
+        return str(value)
     return value
 
 

@@ -64,3 +64,30 @@ def test_an_exception_class_per_reply_code() -> None:
     assert not REPLY_ERRORS[501].soft
     with pytest.raises(NotFound):
         raise ChannelClosed(1, 404, "NOT_FOUND - x", True).exception()
+
+
+def test_field_table_to_dict_is_json() -> None:
+    import json
+    from decimal import Decimal
+
+    from amqp_codec import FieldTable, Tagged
+    from amqp_codec.table import decode_table, encode_table
+
+    raw = encode_table(
+        {
+            "bytes": b"\x00ab\xff",
+            "decimal": Decimal("3.14"),
+            "when": Timestamp(1_700_000_000),
+            "nested": {"list": [b"x", Tagged("D", Decimal("-1.5"))]},
+        }
+    )
+    table, _ = decode_table(raw, 0, len(raw))
+    plain = table.to_dict()
+    assert json.loads(json.dumps(plain)) == {
+        "bytes": "\x00ab\\xff",
+        "decimal": "3.14",
+        "when": 1_700_000_000,
+        "nested": {"list": ["x", "-1.5"]},
+    }
+    assert isinstance(table, FieldTable)  # the table itself keeps its values
+    assert table["bytes"] == b"\x00ab\xff"
