@@ -22,8 +22,8 @@ consume-ok, deliveries, a broker's every decision) is the application's, through
 
 Errors come in two kinds: :class:`~amqp_codec.errors.LocalProtocolError` for the caller's own
 mistakes (nothing changes) and :class:`~amqp_codec.errors.RemoteProtocolError` for the peer's,
-raised after the right close is queued. A soft error (a body over ``max_body_size``, a confirm
-for an unknown delivery tag) closes only its channel; every other one closes the connection.
+raised after the right close is queued. A soft error (a body over ``max_body_size``) closes only
+its channel; every other one closes the connection.
 """
 
 from __future__ import annotations
@@ -44,7 +44,6 @@ from .errors import (
     CHANNEL_ERROR,
     COMMAND_INVALID,
     NOT_ALLOWED,
-    PRECONDITION_FAILED,
     UNEXPECTED_FRAME,
     AMQPDecodeError,
     LocalProtocolError,
@@ -246,6 +245,9 @@ class Connection:
         spec: the protocol version, ``amqp_codec.v0_9_1`` (default) or ``amqp_codec.v0_8``.
         max_body_size: the largest message body accepted from the peer (406 beyond, which
             closes that channel).
+        accept_extended_tags: accept every field-table tag where the version defines fewer
+            (0-8, see :class:`~amqp_codec.FrameDecoder`); ``None``: yes, as real 0-8 peers
+            send them.
 
     Client options: ``username`` and ``password`` (``"guest"``), ``vhost`` (``"/"``),
     ``mechanism`` (``"PLAIN"``, ``"AMQPLAIN"`` or ``"EXTERNAL"``), ``heartbeat`` (seconds;
@@ -265,6 +267,7 @@ class Connection:
         spec: ProtocolSpec | ModuleType | None = None,
         *,
         max_body_size: int = DEFAULT_MAX_BODY_SIZE,
+        accept_extended_tags: bool | None = None,
         # client
         username: str = "guest",
         password: str = "guest",
@@ -303,9 +306,10 @@ class Connection:
         self._peer_role: Role = "server" if role == "client" else "client"
         self._classes: dict[str, Any] = {c.NAME: c for c in resolved.methods.values()}
         self._responses = frozenset(r for c in resolved.methods.values() for r in c.RESPONSES)
-        is_0_8 = resolved.major == 0 and resolved.minor == 8
+        if accept_extended_tags is None:  # real 0-8 peers relay 0-9-1's tags (see FrameDecoder)
+            accept_extended_tags = resolved.table_tags is not None
         self._decoder = FrameDecoder(
-            resolved, max_body_size=max_body_size, accept_extended_tags=is_0_8
+            resolved, max_body_size=max_body_size, accept_extended_tags=accept_extended_tags
         )
         self._assembler = MessageAssembler(max_body_size=max_body_size)
         self._outbound: list[bytes] = []
@@ -336,6 +340,7 @@ class Connection:
         self.vhost = vhost if role == "client" else ""
         self.blocked = False
         """Client side: the server sent connection.blocked and not yet unblocked."""
+        self.heartbeats_received = 0
 
         # Heartbeats: the layer has no clock, so it learns times from tick(now). Traffic since
         # the last tick counts as happening at the next one.
@@ -370,6 +375,12 @@ class Connection:
         """Where the connection is: ``"open"``, ``"closing"``, ``"closed"`` or a handshake
         step such as ``"await connection.tune"``."""
         return self._state.value
+
+    @property
+    def decoder(self) -> FrameDecoder:
+        """The frame decoder reading the peer's bytes (its ``frame_max`` is the negotiated
+        one; ``accept_extended_tags`` may be changed)."""
+        return self._decoder
 
     @property
     def is_open(self) -> bool:
@@ -704,7 +715,7 @@ class Connection:
         elif type(frame) is ContentHeaderFrame or type(frame) is ContentBodyFrame:
             self._on_content(frame)
         elif type(frame) is HeartbeatFrame:
-            return  # counted as traffic by receive_data
+            self.heartbeats_received += 1  # as traffic, receive_data already noted it
         elif type(frame) is ProtocolHeader:  # client: the server refused our version
             self._state = _State.CLOSED
             version = " ".join(map(str, frame.version_bytes))
@@ -847,26 +858,14 @@ class Connection:
             ch.peer_requests.append(cls)
 
     def _on_confirm(self, ch: _Channel, method: Any) -> None:
+        # Reported as the server sends it, as other clients do: a tag this side never
+        # published (or one already confirmed) is the server's to explain, not an error here.
         tag: int = method.delivery_tag
         multiple = bool(method.multiple)
         if multiple:
-            if tag > ch.published:
-                raise _PeerError(
-                    PRECONDITION_FAILED,
-                    f"{method.NAME} for delivery tag {tag}, past the {ch.published} publishes",
-                    channel=ch.number,
-                    method=method,
-                )
             done = [t for t in ch.unconfirmed if t <= tag or tag == 0]
         else:
-            if tag not in ch.unconfirmed:
-                raise _PeerError(
-                    PRECONDITION_FAILED,
-                    f"{method.NAME} for unknown delivery tag {tag}",
-                    channel=ch.number,
-                    method=method,
-                )
-            done = [tag]
+            done = [tag] if tag in ch.unconfirmed else []
         for t in done:
             del ch.unconfirmed[t]
         self._events.append(PublishConfirmed(ch.number, tag, multiple, method.NAME == "basic.ack"))
