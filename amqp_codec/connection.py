@@ -140,7 +140,7 @@ _CONNECTION_TABLE: dict[tuple[Role, _State], dict[str, str]] = {
     ("client", _State.OPEN): {
         "connection.blocked": "_on_blocked",
         "connection.unblocked": "_on_unblocked",
-        "connection.update-secret": "_on_application_method",
+        "connection.update-secret-ok": "_on_application_method",
     },
     ("server", _State.AWAIT_START_OK): {"connection.start-ok": "_on_start_ok"},
     ("server", _State.AWAIT_SECURE_OK): {"connection.secure-ok": "_on_secure_ok"},
@@ -149,8 +149,15 @@ _CONNECTION_TABLE: dict[tuple[Role, _State], dict[str, str]] = {
     ("server", _State.OPEN): {
         "connection.blocked": "_on_application_method",
         "connection.unblocked": "_on_application_method",
-        "connection.update-secret-ok": "_on_application_method",
+        "connection.update-secret": "_on_application_method",
     },
+}
+
+#: Where the spec's chassis is wrong about real traffic: RabbitMQ's XML has the client
+#: implement connection.update-secret, but clients send it and RabbitMQ answers update-secret-ok.
+_SENT_BY_CORRECTIONS: dict[str, frozenset[str]] = {
+    "connection.update-secret": frozenset({"client"}),
+    "connection.update-secret-ok": frozenset({"server"}),
 }
 
 #: Connection-class methods the application may send itself once the connection is open.
@@ -213,6 +220,11 @@ class _PeerError(Exception):
         self.channel = channel  # non-zero: a soft error closing that channel only
         self.class_id = method.CLASS_ID if method is not None else 0
         self.method_id = method.METHOD_ID if method is not None else 0
+
+
+def _sent_by(method: Method) -> frozenset[str]:
+    """Which peers may send ``method``: the spec's chassis, corrected where it is wrong."""
+    return _SENT_BY_CORRECTIONS.get(method.NAME, method.SENT_BY)
 
 
 def _no_wait(method: Method) -> bool:
@@ -353,15 +365,18 @@ class Connection:
             props: dict[str, Any] = {
                 "product": "amqp-codec",
                 "platform": f"Python {sys.version.split()[0]}",
-                "capabilities": dict(CLIENT_CAPABILITIES),
                 "information": "https://pypi.org/project/amqp-codec/",
             }
+            if resolved.table_tags is None:  # 0-8 has no capabilities, nor booleans to say them
+                props["capabilities"] = dict(CLIENT_CAPABILITIES)
             props.update(client_properties or {})
             self._client_properties = props
             self._state = _State.AWAIT_START
             self._queue(b"AMQP" + client_header(resolved))
         else:
-            props = {"product": "amqp-codec", "capabilities": dict(SERVER_CAPABILITIES)}
+            props = {"product": "amqp-codec"}
+            if resolved.table_tags is None:
+                props["capabilities"] = dict(SERVER_CAPABILITIES)
             props.update(server_properties or {})
             self._server_properties = props
             if self._own_heartbeat is None:
@@ -522,7 +537,7 @@ class Connection:
         body (split by the negotiated frame_max). Raises LocalProtocolError, changing nothing,
         when the protocol does not allow it here."""
         name = method.NAME
-        if self.role not in method.SENT_BY:
+        if self.role not in _sent_by(method):
             raise LocalProtocolError(f"{name} is sent by the {self._peer_role} only")
         if type(method) is not self._classes.get(name):
             raise LocalProtocolError(f"{name} is not a method of AMQP {self.spec.name}")
@@ -757,7 +772,7 @@ class Connection:
                     ConnectionClosed(self._close[0], self._close[1], False, *self._close[2:])
                 )
             return
-        if self._peer_role not in method.SENT_BY:
+        if self._peer_role not in _sent_by(method):
             raise _PeerError(
                 COMMAND_INVALID,
                 f"{name} is sent by the {self.role} only, not the {self._peer_role}",
