@@ -64,7 +64,10 @@ class ClientServerPair(RuleBasedStateMachine):
     )
     def start(self, spec: Any, frame_max: int, channel_max: int) -> None:
         self.spec = spec
-        self.client = Connection("client", spec=spec, frame_max=frame_max, channel_max=channel_max)
+        self.client = Connection(
+            "client", spec=spec, frame_max=frame_max, channel_max=channel_max, heartbeat=10
+        )
+        self.now = 1000.0
         self.server = Connection("server", spec=spec)
         self._collect()
 
@@ -254,6 +257,19 @@ class ClientServerPair(RuleBasedStateMachine):
             data.draw(st.sampled_from(channels)), 406, "PRECONDITION_FAILED - test"
         )
         self._collect()
+
+    @rule(seconds=st.floats(0.5, 5.0))
+    def time_passes(self, seconds: float) -> None:
+        # Both sides tick on one clock and the bytes keep flowing: heartbeats (10 s) go out
+        # when a side is idle, and neither ever reports HeartbeatTimeout (the handlers fail on
+        # any event they do not expect).
+        self.now += seconds
+        for event in self.client.tick(self.now):
+            self._on_client_event(event)
+        for event in self.server.tick(self.now):
+            self._on_server_event(event)
+        self._collect()
+        self._settle()
 
     # -- agreement -------------------------------------------------------------------------------
 
