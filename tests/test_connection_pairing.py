@@ -109,6 +109,9 @@ class ClientServerPair(RuleBasedStateMachine):
             self.server_confirm.discard(event.channel)
         elif isinstance(event, MethodReceived):
             ch, method = event.channel, event.method
+            if not self.server.channel_is_open(ch):
+                # A later event of the same batch closed the channel: nothing to answer.
+                return
             if isinstance(method, self.spec.Queue.Declare):
                 self.server.send(ch, self.spec.Queue.DeclareOk(queue=method.queue))
             elif method.NAME == "confirm.select":
