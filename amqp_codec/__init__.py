@@ -15,9 +15,10 @@ classes; this package holds the frame layer, field tables and errors they share.
 """
 
 # The generated protocol packages, so `amqp_codec.v0_9_1` works after `import amqp_codec`.
-from . import v0_8, v0_9_1
+from . import events, v0_8, v0_9_1
 from .assembly import Message, MessageAssembler
 from .base import FieldSpec, Method, Properties
+from .connection import Connection
 from .decoder import (
     DEFAULT_MAX_BODY_SIZE,
     DEFAULT_MAX_FRAME_SIZE,
@@ -34,6 +35,9 @@ from .errors import (
     FrameError,
     FrameSyntaxError,
     LimitExceededError,
+    LocalProtocolError,
+    RemoteProtocolError,
+    ReplyError,
     UnexpectedFrameError,
     UnsupportedProtocolError,
 )
@@ -62,6 +66,7 @@ __all__ = [
     "AMQPEncodeError",
     "AMQPError",
     "CommandInvalidError",
+    "Connection",
     "ContentBodyFrame",
     "ContentHeaderFrame",
     "FieldArray",
@@ -73,6 +78,7 @@ __all__ = [
     "FrameSyntaxError",
     "HeartbeatFrame",
     "LimitExceededError",
+    "LocalProtocolError",
     "Message",
     "MessageAssembler",
     "Method",
@@ -81,6 +87,8 @@ __all__ = [
     "Properties",
     "ProtocolHeader",
     "ProtocolSpec",
+    "RemoteProtocolError",
+    "ReplyError",
     "Tagged",
     "Timestamp",
     "UnexpectedFrameError",
@@ -89,6 +97,7 @@ __all__ = [
     "decode_method",
     "encode_frame",
     "encode_message",
+    "events",
     "v0_8",
     "v0_9_1",
 ]

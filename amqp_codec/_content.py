@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Generic, Protocol, TypeVar
 
 from .base import Method
-from .errors import UnexpectedFrameError
+from .errors import AMQPDecodeError, UnexpectedFrameError
 
 
 class _Pending(Protocol):
@@ -33,18 +33,44 @@ class ContentTracker(Generic[P]):
         # channels in _known, the ones that had a method frame since.
         self._all_known = not mid_stream
         self._known: set[int] = set()
+        # Channels whose message was abandoned after an error: their content frames are
+        # ignored until the channel's next method frame.
+        self._skipping: set[int] = set()
 
     def in_progress(self, channel: int) -> bool:
         """True while a message on ``channel`` is waiting for its header or body frames."""
         return channel in self._pending
 
-    def forget(self) -> None:
+    def forget(self, channel: int | None = None) -> None:
         """Frames may have been lost: drop every message in progress and, from now on,
         ignore content frames on each channel until its next method frame (as ``mid_stream``).
+
+        With ``channel``, only that channel's message is dropped and only its content frames
+        are ignored until its next method frame; the other channels are checked as before.
         """
+        if channel is not None:
+            self._pending.pop(channel, None)
+            self._skipping.add(channel)
+            return
         self._pending.clear()
         self._all_known = False
         self._known.clear()
+        self._skipping.clear()
+
+    def abandon(self, error: AMQPDecodeError) -> AMQPDecodeError:
+        """A decode error on one channel's content, such as the decoder's 406 for a content
+        header over ``max_body_size``: name the content method in progress in ``error`` (its
+        class and method ids), drop that message and ignore the channel's remaining content
+        frames until its next method (``forget(channel)``). Returns ``error``.
+        """
+        channel = error.channel
+        if channel:
+            pending = self._pending.get(channel)
+            if pending is not None:
+                error.class_id = pending.method.CLASS_ID
+                error.method_id = pending.method.METHOD_ID
+            self.forget(channel)
+        return error
 
     def unfinished(self) -> list[UnexpectedFrameError]:
         """A 505 error for each message still incomplete (at the end of the stream), by channel.
@@ -67,6 +93,7 @@ class ContentTracker(Generic[P]):
         interrupted, if any; the caller raises for it once the new state is in place."""
         if not self._all_known:
             self._known.add(channel)
+        self._skipping.discard(channel)
         interrupted = self._pending.pop(channel, None)
         if pending is not None:
             self._pending[channel] = pending
@@ -82,7 +109,7 @@ class ContentTracker(Generic[P]):
 
     def _checked(self, channel: int) -> bool:
         """Whether content frames on ``channel`` are checked (its state is known)."""
-        return self._all_known or channel in self._known
+        return (self._all_known or channel in self._known) and channel not in self._skipping
 
     def _progress(self, pending: P) -> str:
         """How far ``pending`` got, for error texts."""

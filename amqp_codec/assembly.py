@@ -21,19 +21,25 @@ from ._content import ContentTracker
 from .base import Method, Properties
 from .decoder import DEFAULT_MAX_BODY_SIZE
 from .errors import LimitExceededError
-from .frames import ContentBodyFrame, ContentHeaderFrame, Frame, MethodFrame
+from .frames import ContentBodyFrame, ContentHeaderFrame, Frame, MethodFrame, body_repr
 
 __all__ = ["Message", "MessageAssembler"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Message:
-    """A whole message: its method, properties and body."""
+    """A whole message: its method, properties and body (its repr shows the first bytes)."""
 
     channel: int
     method: Method
     properties: Properties
     body: bytes
+
+    def __repr__(self) -> str:
+        return (
+            f"Message(channel={self.channel}, method={self.method!r}, "
+            f"properties={self.properties!r}, body={body_repr(self.body)})"
+        )
 
 
 @dataclass(slots=True)
@@ -98,7 +104,8 @@ class MessageAssembler(ContentTracker[_Pending]):
                     pending.method,
                 )
             if frame.body_size > self.max_body_size:
-                del self._pending[channel]
+                # A soft error: the body frames that follow are dropped, not refused with 505.
+                self.forget(channel)
                 raise LimitExceededError(
                     f"content body of {frame.body_size} bytes exceeds max_body_size {self.max_body_size}",
                     reply_code=406,

@@ -14,8 +14,10 @@ Security properties, in order of the checks:
   for. Content body sizes are checked against ``max_body_size`` at the content header, field
   table nesting against ``max_table_depth``.
 * **One error type.** Bad bytes raise :class:`~amqp_codec.errors.AMQPDecodeError` carrying the
-  reply code, stream offset, channel, method and field. After an error the decoder stays
-  failed and raises the same error again, like a connection that must be closed.
+  reply code, stream offset, channel, method and field. After a hard error the decoder stays
+  failed and raises the same error again, like a connection that must be closed; after a soft
+  one (406, a body over ``max_body_size``, which closes only its channel) it steps over that
+  frame and goes on.
 """
 
 from __future__ import annotations
@@ -183,6 +185,7 @@ class FrameDecoder:
         self._need = 0  # bytes _fill last waited for, counted from _pos
         self._started = False  # past the protocol header / first frame
         self._error: AMQPDecodeError | None = None
+        self._skipped: AMQPDecodeError | None = None  # the last soft error's frame was skipped
         self._fast = False  # next_frame's fast path is on once the version is known
         # The spec's method decoders split by the channels they may arrive on.
         self._connection_decoders: dict[int, MethodDecoder] = {}
@@ -255,7 +258,7 @@ class FrameDecoder:
         """Queue bytes received from the peer. ``b""`` marks the end of the stream.
 
         Only queues: decoding happens in :meth:`next_frame`, which checks each frame's size
-        from its header, so call it after every receive. After a decode error the data is
+        from its header, so call it after every receive. After a hard decode error the data is
         dropped.
         """
         if not data:
@@ -362,9 +365,30 @@ class FrameDecoder:
         try:
             return self._next_frame()
         except AMQPDecodeError as exc:
+            if self._skip_soft_error_frame(exc):
+                raise  # only that frame's channel is in error: the stream goes on
             self._error = exc
             self._fast = False
             raise
+
+    def _skip_soft_error_frame(self, error: AMQPDecodeError) -> bool:
+        """Step over the frame a soft error (406, a content body over ``max_body_size``) was
+        raised for, which closes only its channel; False for errors that end the stream."""
+        if error is self._skipped:
+            return True  # raised through a nested next_frame call: already stepped over
+        if error.hard or not error.channel or self._spec is None or not self._started:
+            return False
+        if self._spec.wire_format != "0-9":
+            return False
+        buf, pos = self._buf, self._pos
+        if len(buf) - pos < 7:
+            return False
+        _frame_type, _channel, size = _unpack_frame_header(buf, pos)
+        if len(buf) - pos < size + FRAME_OVERHEAD:
+            return False
+        self._pos = pos + size + FRAME_OVERHEAD
+        self._skipped = error
+        return True
 
     def _next_frame(self) -> Frame | Literal[NeedData.NEED_DATA]:
         buf = self._buf

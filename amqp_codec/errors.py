@@ -12,6 +12,8 @@ is the AMQP reply code, :attr:`AMQPDecodeError.hard` tells whether it closes the
 
 from __future__ import annotations
 
+from typing import Any
+
 # AMQP 0-9-1 reply codes the decoder answers with (values from the spec's constants).
 FRAME_ERROR = 501
 SYNTAX_ERROR = 502
@@ -19,6 +21,8 @@ COMMAND_INVALID = 503
 CHANNEL_ERROR = 504
 UNEXPECTED_FRAME = 505
 PRECONDITION_FAILED = 406
+ACCESS_REFUSED = 403
+NOT_ALLOWED = 530
 
 # Soft errors close only the channel; everything else closes the connection.
 _SOFT_REPLY_CODES = frozenset({311, 312, 313, 403, 404, 405, 406})
@@ -163,3 +167,141 @@ class AMQPEncodeError(AMQPError, ValueError):
         if self.field is None:
             return self.reason
         return f"{self.reason} (field {self.field})"
+
+
+# -- the connection layer (amqp_codec.connection) ------------------------------------------
+
+
+class LocalProtocolError(AMQPError):
+    """The caller asked the connection for something the protocol does not allow here.
+
+    A method on a channel that is not open, a server-only method from a client, a second
+    synchronous request before the first one's reply, an action after the connection closed.
+    Nothing was queued and the connection's state is unchanged.
+    """
+
+
+class RemoteProtocolError(AMQPError):
+    """The peer broke the protocol.
+
+    The answer is already queued (fetch it with ``data_to_send()``): a ``connection.close`` for
+    a hard error, a ``channel.close`` for a soft one, or this side's protocol header for an
+    unsupported one (``reply_code`` is then ``None``; close the socket after sending it).
+
+    Attributes:
+        reply_code: the AMQP reply code of the close that was queued.
+        channel: the channel that the soft error closes; 0 for a hard error.
+        events: the events the same ``receive_data`` call produced besides the error; handle
+            them as if the call had returned them. After a soft error the rest of the received
+            bytes were still processed; after a hard one they were dropped, as the spec says.
+    """
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        reply_code: int | None,
+        channel: int = 0,
+        events: list[Any] | None = None,
+    ) -> None:
+        self.reason = reason
+        self.reply_code = reply_code
+        self.channel = channel
+        self.events: list[Any] = events if events is not None else []
+        super().__init__(reason)
+
+    def __str__(self) -> str:
+        return (
+            self.reason
+            if self.reply_code is None
+            else f"{self.reason} [reply code {self.reply_code}]"
+        )
+
+
+class ReplyError(AMQPError):
+    """A close the peer sent (or this side sent), as an exception to raise in your code.
+
+    :meth:`amqp_codec.events.ChannelClosed.exception` and
+    :meth:`amqp_codec.events.ConnectionClosed.exception` build one; :data:`REPLY_ERRORS` holds a
+    subclass per reply code (404 :class:`NotFound`, 403 :class:`AccessRefused`,
+    406 :class:`PreconditionFailed`, ...), :class:`ReplyError` itself serves other codes.
+    """
+
+    reply_code: int = 0
+    soft: bool = False
+    """True for the codes that close only a channel."""
+
+    def __init__(
+        self, reply_code: int, reply_text: str = "", class_id: int = 0, method_id: int = 0
+    ) -> None:
+        self.reply_code = reply_code
+        self.reply_text = reply_text
+        self.class_id = class_id
+        self.method_id = method_id
+        super().__init__(f"{reply_code} {reply_text}".strip())
+
+
+def _reply_error(name: str, code: int, doc: str) -> type[ReplyError]:
+    return type(
+        name,
+        (ReplyError,),
+        {
+            "__doc__": f"Reply code {code}: {doc}",
+            "reply_code": code,
+            "soft": code in _SOFT_REPLY_CODES,
+        },
+    )
+
+
+ContentTooLarge = _reply_error("ContentTooLarge", 311, "content too large.")
+NoRoute = _reply_error("NoRoute", 312, "no route for a mandatory message.")
+NoConsumers = _reply_error("NoConsumers", 313, "no consumers for an immediate message.")
+ConnectionForced = _reply_error("ConnectionForced", 320, "an operator closed the connection.")
+InvalidPath = _reply_error("InvalidPath", 402, "unknown virtual host.")
+AccessRefused = _reply_error("AccessRefused", 403, "access refused.")
+NotFound = _reply_error("NotFound", 404, "the entity does not exist.")
+ResourceLocked = _reply_error("ResourceLocked", 405, "another connection holds the entity.")
+PreconditionFailed = _reply_error("PreconditionFailed", 406, "a precondition failed.")
+# 501, 502 and 540 are prefixed: FrameError is the decoder's 501 and the others shadow builtins.
+AMQPFrameError = _reply_error("AMQPFrameError", 501, "frame error.")
+AMQPSyntaxError = _reply_error("AMQPSyntaxError", 502, "syntax error.")
+CommandInvalid = _reply_error("CommandInvalid", 503, "command invalid.")
+ChannelError = _reply_error("ChannelError", 504, "channel error.")
+UnexpectedFrame = _reply_error("UnexpectedFrame", 505, "unexpected frame.")
+ResourceError = _reply_error("ResourceError", 506, "resource error.")
+NotAllowed = _reply_error("NotAllowed", 530, "not allowed.")
+AMQPNotImplemented = _reply_error("AMQPNotImplemented", 540, "not implemented.")
+InternalError = _reply_error("InternalError", 541, "internal error.")
+
+#: Reply code → its :class:`ReplyError` subclass.
+REPLY_ERRORS: dict[int, type[ReplyError]] = {
+    cls.reply_code: cls
+    for cls in (
+        ContentTooLarge,
+        NoRoute,
+        NoConsumers,
+        ConnectionForced,
+        InvalidPath,
+        AccessRefused,
+        NotFound,
+        ResourceLocked,
+        PreconditionFailed,
+        AMQPFrameError,
+        AMQPSyntaxError,
+        CommandInvalid,
+        ChannelError,
+        UnexpectedFrame,
+        ResourceError,
+        NotAllowed,
+        AMQPNotImplemented,
+        InternalError,
+    )
+}
+
+
+def reply_error(
+    reply_code: int, reply_text: str = "", class_id: int = 0, method_id: int = 0
+) -> ReplyError:
+    """The :class:`ReplyError` (subclass) instance for a close's reply code."""
+    cls = REPLY_ERRORS.get(reply_code, ReplyError)
+    return cls(reply_code, reply_text, class_id, method_id)

@@ -30,6 +30,7 @@ __all__ = [
     "bad_frame_end",
     "check_channel",
     "check_payload",
+    "body_repr",
     "encode_frame",
     "encode_message",
 ]
@@ -97,12 +98,26 @@ class ContentHeaderFrame:
     weight: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class ContentBodyFrame:
-    """A content body frame: one slice of a message body."""
+    """A content body frame: one slice of a message body. Its repr shows the first bytes."""
 
     channel: int
     payload: bytes
+
+    def __repr__(self) -> str:
+        return f"ContentBodyFrame(channel={self.channel}, payload={body_repr(self.payload)})"
+
+
+#: How many bytes of a body a repr shows.
+REPR_BODY_BYTES = 48
+
+
+def body_repr(body: bytes) -> str:
+    """A message body for a repr: whole if short, else its first bytes and its length."""
+    if len(body) <= REPR_BODY_BYTES:
+        return repr(bytes(body))
+    return f"{bytes(body[:REPR_BODY_BYTES])!r}...<{len(body)} bytes>"
 
 
 @dataclass(frozen=True, slots=True)

@@ -125,13 +125,9 @@ class Timestamp(int):
     def from_datetime(cls, value: _dt.datetime) -> Timestamp:
         """Whole seconds since the epoch; a naive datetime is taken as UTC.
 
-        Raises :class:`AMQPEncodeError` for fractions of a second rather than dropping them.
+        An AMQP timestamp holds whole seconds: the fraction of a second is dropped, as every
+        AMQP client does (``datetime.now()`` works as a message timestamp).
         """
-        if value.microsecond:
-            raise AMQPEncodeError(
-                "an AMQP timestamp holds whole seconds; this datetime has microseconds "
-                "(use .replace(microsecond=0) to drop them deliberately)"
-            )
         delta = value - (_EPOCH_NAIVE if value.tzinfo is None else _EPOCH)
         return cls(delta.days * 86400 + delta.seconds)
 
@@ -228,7 +224,9 @@ class FieldTable(Mapping[str, Any]):
         return [value for k, _tag, value in self._entries if k == key]
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain nested dicts and lists (first value of duplicated keys; tags dropped)."""
+        """Plain nested dicts and lists (first value of duplicated keys; tags dropped) that
+        ``json.dumps`` takes: byte strings (``x``) become text (UTF-8, other bytes as ``\\x``
+        escapes) and decimals (``D``) their exact string; timestamps stay ints."""
         return {key: _plain(value) for key, value in self._lookup().items()}
 
     def __eq__(self, other: object) -> bool:
@@ -312,6 +310,10 @@ def _plain(value: Any) -> Any:
         return value.to_dict()
     if isinstance(value, FieldArray):
         return [_plain(v) for v in value]
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).decode("utf-8", "backslashreplace")
+    if isinstance(value, Decimal):
+        return str(value)
     return value
 
 

@@ -1,11 +1,10 @@
-"""A small asyncio AMQP client driven by nothing but the sans-IO codec.
+"""A small asyncio AMQP client on the connection layer (:class:`amqp_codec.Connection`).
 
-It shows how to put :mod:`amqp_codec` behind your own I/O: one reader task feeds socket bytes
-to a :class:`~amqp_codec.FrameDecoder` and routes the frames; writes are
-:func:`~amqp_codec.encode_frame` / :func:`~amqp_codec.encode_message` bytes. Covered: the
-protocol header, PLAIN and AMQPLAIN login, tune negotiation (with the decoder's ``frame_max``
-set from it), heartbeats, channels, synchronous methods whose replies are matched by class,
-and content in both directions::
+The protocol (header, PLAIN or AMQPLAIN login, tune, channel handshakes, synchronous replies
+with deliveries interleaved, content assembly and splitting by frame_max, confirms, closes,
+heartbeats) is the layer's; this file is only the asyncio driver around it: one reader task
+hands socket bytes to ``receive_data`` and routes the events to futures and queues, writes are
+``data_to_send()``, and a timer task calls ``tick`` at ``next_deadline()``::
 
     client = await AMQPClient.connect("127.0.0.1", 5672, username="guest", password="guest")
     channel = await client.channel()
@@ -14,9 +13,7 @@ and content in both directions::
     reply = await channel.call(Basic.Get(queue="jobs", no_ack=True))  # a Message, or get-empty
     await client.close()
 
-The protocol version is a parameter (``spec=v0_9_1``, the generated package): the driver
-finds every method it sends itself through that package's ``Connection``, ``Channel`` and
-``Basic`` namespaces, so a package for another version with the same method names plugs in.
+The protocol version is a parameter (``spec=v0_9_1``, the generated package, or ``v0_8``).
 """
 
 from __future__ import annotations
@@ -28,38 +25,33 @@ from types import ModuleType
 from typing import Any
 
 from amqp_codec import (
-    NEED_DATA,
-    AMQPDecodeError,
-    ContentBodyFrame,
-    ContentHeaderFrame,
+    Connection,
     FrameDecoder,
-    HeartbeatFrame,
+    LocalProtocolError,
     Message,
-    MessageAssembler,
     Method,
-    MethodFrame,
-    ProtocolHeader,
-    close_for_error,
-    encode_frame,
-    encode_message,
+    RemoteProtocolError,
     v0_9_1,
 )
-from amqp_codec.frames import Frame
-from amqp_codec.protocol import client_header
-from amqp_codec.table import encode_table
+from amqp_codec.events import (
+    ChannelClosed as ChannelClosedEvent,
+)
+from amqp_codec.events import (
+    ChannelOpened,
+    ConnectionBlocked,
+    ConnectionOpened,
+    ConnectionUnblocked,
+    Event,
+    HeartbeatTimeout,
+    MessageReceived,
+    MethodReceived,
+    PublishConfirmed,
+)
+from amqp_codec.events import (
+    ConnectionClosed as ConnectionClosedEvent,
+)
 
 __all__ = ["AMQPClient", "Channel", "ChannelClosed", "ClosedError", "ConnectionClosed"]
-
-#: What the client tells the broker it can handle (server-sent blocked/cancel, nacks, ...).
-CAPABILITIES = {
-    "authentication_failure_close": True,
-    "basic.nack": True,
-    "connection.blocked": True,
-    "consumer_cancel_notify": True,
-    "exchange_exchange_bindings": True,
-    "per_consumer_qos": True,
-    "publisher_confirms": True,
-}
 
 #: A reply or an unsolicited event: a method, or a whole message for a content method.
 Incoming = Method | Message
@@ -91,19 +83,21 @@ class Channel:
     def __init__(self, client: AMQPClient, number: int) -> None:
         self.client = client
         self.number = number
-        #: Deliveries, returns, publisher confirms, server-side cancels, flow: in arrival order;
-        #: last, the error that closed the channel.
+        #: Deliveries, returns, publisher confirms (as basic.ack / basic.nack), server-side
+        #: cancels, flow: in arrival order; last, the error that closed the channel.
         self.events: asyncio.Queue[Incoming | ClosedError] = asyncio.Queue()
         self.closed: ClosedError | None = None
         self._waiters: list[tuple[tuple[type[Method], ...], asyncio.Future[Incoming]]] = []
+        loop = asyncio.get_running_loop()
+        self._opened: asyncio.Future[None] = loop.create_future()
+        self._close_ok: asyncio.Future[None] = loop.create_future()
 
     async def call(self, method: Method) -> Incoming:
         """Send ``method``; for a synchronous one wait for its reply (a ``Message`` for get-ok).
 
         ``no_wait`` methods and asynchronous ones return ``method`` itself at once.
         """
-        # 0-8 spells the flag "nowait".
-        if not method.SYNCHRONOUS or getattr(method, "no_wait", getattr(method, "nowait", False)):
+        if not method.SYNCHRONOUS or getattr(method, "no_wait", False):
             self.send(method)
             return method
         reply = self.expect(*method.RESPONSES)
@@ -123,15 +117,15 @@ class Channel:
         """Send one method frame without waiting for anything."""
         if self.closed is not None:
             raise self.closed
-        self.client.write(encode_frame(MethodFrame(self.number, method)))
+        self.client.conn.send(self.number, method)
+        self.client.flush()
 
     async def publish(self, method: Method, properties: Any, body: bytes = b"") -> None:
-        """Send a content method (basic.publish) with its header and body frames."""
+        """Send a content method (basic.publish): the layer splits the body by frame_max."""
         if self.closed is not None:
             raise self.closed
-        self.client.write(
-            encode_message(self.number, method, properties, body, self.client.frame_max)
-        )
+        self.client.conn.send(self.number, method, properties, body)
+        self.client.flush()
         await self.client.drain()
 
     async def next_event(self, timeout: float = 10.0) -> Incoming:
@@ -144,9 +138,11 @@ class Channel:
 
     async def close(self) -> None:
         """channel.close / close-ok."""
-        spec = self.client.spec
-        await self.call(spec.Channel.Close(reply_code=200, reply_text="bye"))
-        self._shut(ChannelClosed(None, "closed by the client"))
+        if self.closed is not None:
+            raise self.closed
+        self.client.conn.close_channel(self.number, 200, "bye")
+        self.client.flush()
+        await self._close_ok
 
     def _dispatch(self, incoming: Incoming) -> None:
         method = incoming.method if isinstance(incoming, Message) else incoming
@@ -162,6 +158,10 @@ class Channel:
         if self.closed is None:
             self.events.put_nowait(error)
         self.closed = error
+        for handshake in (self._opened, self._close_ok):
+            if not handshake.done():
+                handshake.set_exception(error)
+                handshake.exception()  # retrieved: nobody may be waiting for it
         for _classes, future in self._waiters:
             if not future.done():
                 future.set_exception(error)
@@ -172,17 +172,15 @@ class AMQPClient:
     """One connection. Create it with :meth:`connect`."""
 
     def __init__(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, spec: ModuleType
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        conn: Connection,
+        spec: ModuleType,
     ) -> None:
-        self.spec = spec
-        self.decoder = FrameDecoder(spec)
-        self.assembler = MessageAssembler()
-        self.server_properties: Mapping[str, Any] = {}
-        self.channel_max = 0
-        self.frame_max = 0
-        self.heartbeat = 0
-        self.heartbeats_received = 0
-        #: Connection-level events: connection.blocked / unblocked.
+        self.spec: Any = spec
+        self.conn = conn
+        #: Connection-level events: connection.blocked / unblocked, as methods.
         self.events: asyncio.Queue[Method] = asyncio.Queue()
         self.closed: ConnectionClosed | None = None
         self._reader = reader
@@ -190,8 +188,33 @@ class AMQPClient:
         self._connection = Channel(self, 0)  # channel 0 carries the connection's methods
         self._channels: dict[int, Channel] = {0: self._connection}
         self._tasks: list[asyncio.Task[None]] = []
-        self._last_received = 0.0
-        self._last_sent = 0.0
+        self._opened: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._ended: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    # What the handshake negotiated, and the decoder the layer reads with.
+    @property
+    def server_properties(self) -> Mapping[str, Any]:
+        return self.conn.peer_properties
+
+    @property
+    def channel_max(self) -> int:
+        return self.conn.channel_max
+
+    @property
+    def frame_max(self) -> int:
+        return self.conn.frame_max
+
+    @property
+    def heartbeat(self) -> int:
+        return self.conn.heartbeat
+
+    @property
+    def heartbeats_received(self) -> int:
+        return self.conn.heartbeats_received
+
+    @property
+    def decoder(self) -> FrameDecoder:
+        return self.conn.decoder
 
     @classmethod
     async def connect(
@@ -208,85 +231,52 @@ class AMQPClient:
         heartbeat: int | None = None,
         spec: ModuleType = v0_9_1,
         client_properties: Mapping[str, Any] | None = None,
+        accept_extended_tags: bool = False,
     ) -> AMQPClient:
         """Open a connection: header, start/start-ok, tune/tune-ok, open/open-ok.
 
         ``channel_max``, ``frame_max`` and ``heartbeat`` cap what the broker offers (0 for
         the first two means "what the broker offers"; ``heartbeat=None`` takes the broker's
-        value and ``0`` turns heartbeats off). Raises :class:`ConnectionClosed` when the
-        broker refuses (bad credentials 403, unknown virtual host 530).
+        value and ``0`` turns heartbeats off). 0-8 field tables are held to 0-8's tags unless
+        ``accept_extended_tags``. Raises :class:`ConnectionClosed` when the broker refuses
+        (bad credentials 403, unknown virtual host 530).
         """
+        conn = Connection(
+            "client",
+            spec=spec,
+            username=username,
+            password=password,
+            vhost=virtual_host,
+            mechanism=mechanism,
+            channel_max=channel_max,
+            frame_max=frame_max,
+            heartbeat=heartbeat,
+            client_properties={"product": "amqp-codec example", **(client_properties or {})},
+            accept_extended_tags=accept_extended_tags,
+        )
         reader, writer = await asyncio.open_connection(host, port)
-        client = cls(reader, writer, spec)
+        client = cls(reader, writer, conn, spec)
         try:
-            await client._open(
-                username, password, virtual_host, mechanism, channel_max, frame_max, heartbeat,
-                client_properties,
-            )  # fmt: skip
+            client._tasks.append(asyncio.create_task(client._read_loop()))
+            client.flush()  # the protocol header
+            await client._opened
+            client._tasks.append(asyncio.create_task(client._heartbeat_loop()))
         except BaseException:
             await client._abort()
             raise
         return client
 
-    async def _open(
-        self,
-        username: str,
-        password: str,
-        virtual_host: str,
-        mechanism: str,
-        channel_max: int,
-        frame_max: int,
-        heartbeat: int | None,
-        client_properties: Mapping[str, Any] | None,
-    ) -> None:
-        spec, conn = self.spec, self._connection
-        started = conn.expect(spec.Connection.Start)
-        self._tasks.append(asyncio.create_task(self._read_loop()))
-        # 0-9-1 opens with AMQP 0 0 9 1; older versions with AMQP 1 1 <major> <minor>.
-        self.write(encode_frame(ProtocolHeader(*client_header(spec.SPEC))))
-        start: Any = await started
-        if mechanism.encode() not in start.mechanisms.split():
-            raise ConnectionClosed(None, f"broker does not offer {mechanism}: {start.mechanisms}")
-        self.server_properties = start.server_properties
-        if mechanism == "PLAIN":
-            response = b"\x00" + username.encode() + b"\x00" + password.encode()
-        elif mechanism == "AMQPLAIN":  # a field table without its size prefix
-            response = encode_table({"LOGIN": username, "PASSWORD": password})[4:]
-        else:
-            raise ValueError(f"unsupported mechanism {mechanism}")
-        properties: dict[str, Any] = {"product": "amqp-codec example"}
-        if spec.SPEC.table_tags is None:  # 0-8 tables have no booleans, and 0-8 no capabilities
-            properties["capabilities"] = CAPABILITIES
-        properties.update(client_properties or {})
-        tuned = conn.expect(spec.Connection.Tune)
-        conn.send(
-            spec.Connection.StartOk(
-                client_properties=properties, mechanism=mechanism, response=response
-            )
-        )
-        tune: Any = await tuned
-        self.channel_max = _negotiate(channel_max, tune.channel_max)
-        self.frame_max = _negotiate(frame_max, tune.frame_max)
-        self.heartbeat = tune.heartbeat if heartbeat is None else heartbeat
-        conn.send(
-            spec.Connection.TuneOk(
-                channel_max=self.channel_max, frame_max=self.frame_max, heartbeat=self.heartbeat
-            )
-        )
-        # From here on a frame larger than frame_max is refused from its 7-byte header.
-        self.decoder.frame_max = self.frame_max
-        await conn.call(spec.Connection.Open(virtual_host=virtual_host))
-        if self.heartbeat:
-            self._tasks.append(asyncio.create_task(self._heartbeat_loop()))
-
     async def channel(self) -> Channel:
         """Open the lowest free channel number."""
-        limit = self.channel_max or 65535
-        number = next((n for n in range(1, limit + 1) if n not in self._channels), None)
-        if number is None:
-            raise RuntimeError(f"all {limit} channels are in use (channel_max)")
+        if self.closed is not None:
+            raise self.closed
+        try:
+            number = self.conn.open_channel()
+        except LocalProtocolError as exc:
+            raise RuntimeError(f"{exc} (channel_max)") from None
         channel = self._channels[number] = Channel(self, number)
-        await channel.call(self.spec.Channel.Open())
+        self.flush()
+        await channel._opened
         return channel
 
     async def update_secret(self, new_secret: bytes, reason: str) -> Incoming:
@@ -296,17 +286,24 @@ class AMQPClient:
 
     async def close(self) -> None:
         """connection.close / close-ok, then close the socket."""
-        if self.closed is None:
-            with contextlib.suppress(ClosedError):
-                await self._connection.call(self.spec.Connection.Close(reply_code=200))
+        if self.closed is None and self.conn.is_open:
+            self.conn.close()
+            self.flush()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self._ended), 10)
         await self._abort()
 
+    def flush(self) -> None:
+        """Write what the connection queued."""
+        data = self.conn.data_to_send()
+        if data and not self._writer.is_closing():
+            self._writer.write(data)
+
     def write(self, data: bytes) -> None:
-        """Queue raw bytes for the broker (anything: tests use it to send bad frames)."""
+        """Write raw bytes past the layer (tests use it to send frames the layer refuses)."""
         if self.closed is not None:
             raise self.closed
         self._writer.write(data)
-        self._last_sent = asyncio.get_running_loop().time()
 
     async def drain(self) -> None:
         """Wait until the socket's write buffer is below its high-water mark."""
@@ -318,79 +315,115 @@ class AMQPClient:
         assert self.closed is not None
         return self.closed
 
-    # -- the reader task: bytes in, frames out, routed by channel --------------------------
+    # -- the reader task: bytes in, events out, routed by channel ----------------------------
 
     async def _read_loop(self) -> None:
         error = ConnectionClosed(None, "connection lost")
         try:
-            while data := await self._reader.read(65536):
-                self._last_received = asyncio.get_running_loop().time()
-                self.decoder.receive_data(data)
-                while (frame := self.decoder.next_frame()) is not NEED_DATA:
-                    self._route(frame)
-        except ConnectionClosed as closed:
-            error = closed
-        except AMQPDecodeError as exc:  # the broker sent something we cannot accept
-            with contextlib.suppress(ConnectionError):
-                self._writer.write(encode_frame(close_for_error(exc, self.spec)))
-            error = ConnectionClosed(None, f"decode error: {exc}")
-        except ConnectionError as exc:
-            error = ConnectionClosed(None, f"connection lost: {exc}")
+            while self.closed is None:
+                try:
+                    data = await self._reader.read(65536)
+                except ConnectionError as exc:
+                    error = ConnectionClosed(None, f"connection lost: {exc}")
+                    data = b""
+                try:
+                    events = self.conn.receive_data(data)
+                except RemoteProtocolError as exc:  # the close is queued: send it and stop
+                    self._route_all(exc.events)
+                    if exc.channel:
+                        self.flush()
+                        continue
+                    self.flush()
+                    error = ConnectionClosed(None, f"decode error: {exc}")
+                    break
+                self._route_all(events)
+                self.flush()
+                if not data:
+                    break
         finally:
             self._shut(error)
 
-    def _route(self, frame: Frame) -> None:
-        if isinstance(frame, HeartbeatFrame):
-            self.heartbeats_received += 1
-            return
-        if isinstance(frame, ProtocolHeader):  # the broker wants another protocol version
-            raise ConnectionClosed(None, f"broker answered with protocol header {frame}")
-        channel = self._channels.get(frame.channel)
-        if channel is None:
-            raise ConnectionClosed(None, f"frame on unknown channel: {frame!r}")
-        if isinstance(frame, ContentHeaderFrame | ContentBodyFrame):
-            if (message := self.assembler.feed(frame)) is not None:
-                channel._dispatch(message)
-            return
-        assert isinstance(frame, MethodFrame)
-        self.assembler.feed(frame)
-        method, spec = frame.method, self.spec
-        if isinstance(method, spec.Connection.Close):
-            self._writer.write(encode_frame(MethodFrame(0, spec.Connection.CloseOk())))
-            raise ConnectionClosed(method)
-        if isinstance(method, spec.Channel.Close):
-            self.write(encode_frame(MethodFrame(frame.channel, spec.Channel.CloseOk())))
-            del self._channels[frame.channel]
-            channel._shut(ChannelClosed(method))
-        elif method.NAME in ("connection.blocked", "connection.unblocked"):  # not in 0-8
-            self.events.put_nowait(method)
-        elif isinstance(method, spec.Connection.CloseOk):
-            channel._dispatch(method)
-            raise ConnectionClosed(None, "closed by the client")
-        elif isinstance(method, spec.Channel.CloseOk):
-            channel._dispatch(method)
-            self._channels.pop(frame.channel, None)
-        elif not method.HAS_CONTENT:  # content methods are dispatched as whole messages
-            channel._dispatch(method)
+    def _route_all(self, events: list[Event]) -> None:
+        for event in events:
+            self._route(event)
+
+    def _route(self, event: Event) -> None:
+        spec = self.spec
+        if isinstance(event, MethodReceived | MessageReceived | PublishConfirmed):
+            channel = self._channels.get(event.channel)
+            if channel is None:
+                return
+            if isinstance(event, MethodReceived):
+                channel._dispatch(event.method)
+            elif isinstance(event, MessageReceived):
+                channel._dispatch(Message(*_fields(event)))
+            else:  # the confirm as the broker sent it
+                cls = spec.Basic.Ack if event.ack else spec.Basic.Nack
+                channel._dispatch(cls(delivery_tag=event.delivery_tag, multiple=event.multiple))
+        elif isinstance(event, ChannelOpened):
+            opened = self._channels[event.channel]._opened
+            if not opened.done():
+                opened.set_result(None)
+        elif isinstance(event, ChannelClosedEvent):
+            channel = self._channels.pop(event.channel, None)
+            if channel is None:
+                return
+            if event.by_peer:
+                close = spec.Channel.Close(
+                    reply_code=event.reply_code,
+                    reply_text=event.reply_text,
+                    class_id=event.class_id,
+                    method_id=event.method_id,
+                )
+                channel._shut(ChannelClosed(close))
+            else:
+                if not channel._close_ok.done():
+                    channel._close_ok.set_result(None)
+                channel._shut(ChannelClosed(None, "closed by the client"))
+        elif isinstance(event, ConnectionOpened):
+            if not self._opened.done():
+                self._opened.set_result(None)
+        elif isinstance(event, ConnectionClosedEvent):
+            if event.by_peer and event.reply_code:
+                close = spec.Connection.Close(
+                    reply_code=event.reply_code,
+                    reply_text=event.reply_text,
+                    class_id=event.class_id,
+                    method_id=event.method_id,
+                )
+                self._shut(ConnectionClosed(close))
+            elif event.by_peer:
+                self._shut(ConnectionClosed(None, event.reply_text))
+            else:
+                self._shut(ConnectionClosed(None, "closed by the client"))
+        elif isinstance(event, ConnectionBlocked):
+            self.events.put_nowait(spec.Connection.Blocked(reason=event.reason))
+        elif isinstance(event, ConnectionUnblocked):
+            self.events.put_nowait(spec.Connection.Unblocked())
+        elif isinstance(event, HeartbeatTimeout):
+            self._shut(ConnectionClosed(None, "missed heartbeats"))
+            self._writer.transport.abort()
 
     async def _heartbeat_loop(self) -> None:
-        """Send a heartbeat when idle for half the interval; give up after two silent ones."""
+        """Call ``tick`` at the connection's deadlines while heartbeats run."""
         loop = asyncio.get_running_loop()
-        while True:
-            await asyncio.sleep(self.heartbeat / 2)
-            now = loop.time()
-            if now - self._last_received > 2 * self.heartbeat:
-                self._shut(ConnectionClosed(None, "missed heartbeats"))
-                self._writer.transport.abort()
+        while self.closed is None:
+            deadline = self.conn.next_deadline()
+            if deadline is None:
                 return
-            if now - self._last_sent >= self.heartbeat / 2:
-                self.write(encode_frame(HeartbeatFrame()))
+            await asyncio.sleep(max(0.0, deadline - loop.time()))
+            self._route_all(self.conn.tick(loop.time()))
+            self.flush()
 
     def _shut(self, error: ConnectionClosed) -> None:
         if self.closed is None:
             self.closed = error
-        for channel in self._channels.values():
-            channel._shut(error)
+        for channel in list(self._channels.values()):
+            channel._shut(self.closed)
+        if not self._opened.done():
+            self._opened.set_exception(self.closed)
+        if not self._ended.done():
+            self._ended.set_result(None)
 
     async def _abort(self) -> None:
         for task in self._tasks:
@@ -403,6 +436,5 @@ class AMQPClient:
             await self._writer.wait_closed()
 
 
-def _negotiate(ours: int, theirs: int) -> int:
-    """The smaller limit, where 0 means "no limit"."""
-    return min(ours, theirs) if ours and theirs else ours or theirs
+def _fields(event: MessageReceived) -> tuple[int, Method, Any, bytes]:
+    return event.channel, event.method, event.properties, event.body

@@ -58,6 +58,13 @@ def run_decoder(data: bytes, cuts: list[int], **kwargs) -> tuple[int, AMQPDecode
             else:
                 raise AssertionError("next_frame() did not return NEED_DATA")
     except AMQPDecodeError as exc:
+        if not exc.hard and exc.channel:
+            # A soft error (406) closes one channel: the decoder steps over its frame.
+            try:
+                decoder.next_frame()
+            except AMQPDecodeError as again:
+                assert again is not exc
+            return frames, exc
         # Latched: the same error again, whatever comes next.
         try:
             decoder.next_frame()

@@ -3,6 +3,8 @@ and the sign of decimals as each kind of peer writes it."""
 
 from __future__ import annotations
 
+import decimal
+
 import struct
 from decimal import Decimal
 
@@ -183,11 +185,12 @@ def test_plain_0_8_tables_decode_strictly(arguments):
     decoded = decode_method(payload, v0_8, strict_tags=True).arguments
 
     def plain(value: object) -> object:
+        # What FieldTable.to_dict() gives, which json.dumps takes: text for an S value
+        # (bytes that are not UTF-8 as \\x escapes), a decimal's exact string.
         if isinstance(value, bytes):
-            try:
-                return value.decode()  # an S value that is UTF-8 decodes as str
-            except UnicodeDecodeError:
-                return value
+            return value.decode("utf-8", "backslashreplace")
+        if isinstance(value, decimal.Decimal):
+            return str(value)
         if isinstance(value, dict):
             return {k: plain(v) for k, v in value.items()}
         return value

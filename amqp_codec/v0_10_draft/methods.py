@@ -2827,6 +2827,11 @@ class Basic:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
+        @property
+        def no_wait(self) -> bool:
+            """``nowait`` under the spelling the other 0-9-1 methods use."""
+            return self.nowait
+
     @dataclass(frozen=True, slots=True, init=False)
     class ConsumeOk(Method):
         """[DEPRECATED] confirm a new consumer.
@@ -3802,6 +3807,11 @@ class File:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
+        @property
+        def no_wait(self) -> bool:
+            """``nowait`` under the spelling the other 0-9-1 methods use."""
+            return self.nowait
+
     @dataclass(frozen=True, slots=True, init=False)
     class ConsumeOk(Method):
         """Confirm a new consumer.
@@ -4773,6 +4783,11 @@ class Stream:
                 raise
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
+
+        @property
+        def no_wait(self) -> bool:
+            """``nowait`` under the spelling the other 0-9-1 methods use."""
+            return self.nowait
 
     @dataclass(frozen=True, slots=True, init=False)
     class ConsumeOk(Method):

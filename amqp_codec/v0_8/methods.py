@@ -1605,6 +1605,11 @@ class Exchange:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
+        @property
+        def no_wait(self) -> bool:
+            """``nowait`` under the spelling the other 0-9-1 methods use."""
+            return self.nowait
+
     @dataclass(frozen=True, slots=True)
     class DeclareOk(Method):
         """Confirms an exchange declaration.
@@ -1716,6 +1721,11 @@ class Exchange:
                 raise
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
+
+        @property
+        def no_wait(self) -> bool:
+            """``nowait`` under the spelling the other 0-9-1 methods use."""
+            return self.nowait
 
     @dataclass(frozen=True, slots=True)
     class DeleteOk(Method):
@@ -1906,6 +1916,11 @@ class Queue:
                 raise
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
+
+        @property
+        def no_wait(self) -> bool:
+            """``nowait`` under the spelling the other 0-9-1 methods use."""
+            return self.nowait
 
     @dataclass(frozen=True, slots=True, init=False)
     class DeclareOk(Method):
@@ -2126,6 +2141,11 @@ class Queue:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
+        @property
+        def no_wait(self) -> bool:
+            """``nowait`` under the spelling the other 0-9-1 methods use."""
+            return self.nowait
+
     @dataclass(frozen=True, slots=True)
     class BindOk(Method):
         """Confirm bind successful.
@@ -2230,6 +2250,11 @@ class Queue:
                 raise
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
+
+        @property
+        def no_wait(self) -> bool:
+            """``nowait`` under the spelling the other 0-9-1 methods use."""
+            return self.nowait
 
     @dataclass(frozen=True, slots=True, init=False)
     class PurgeOk(Method):
@@ -2380,6 +2405,11 @@ class Queue:
                 raise
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
+
+        @property
+        def no_wait(self) -> bool:
+            """``nowait`` under the spelling the other 0-9-1 methods use."""
+            return self.nowait
 
     @dataclass(frozen=True, slots=True, init=False)
     class DeleteOk(Method):
@@ -2812,6 +2842,11 @@ class Basic:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
+        @property
+        def no_wait(self) -> bool:
+            """``nowait`` under the spelling the other 0-9-1 methods use."""
+            return self.nowait
+
     @dataclass(frozen=True, slots=True, init=False)
     class ConsumeOk(Method):
         """Confirm a new consumer.
@@ -2923,6 +2958,11 @@ class Basic:
                 raise
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
+
+        @property
+        def no_wait(self) -> bool:
+            """``nowait`` under the spelling the other 0-9-1 methods use."""
+            return self.nowait
 
     @dataclass(frozen=True, slots=True, init=False)
     class CancelOk(Method):
@@ -3974,6 +4014,11 @@ class File:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
+        @property
+        def no_wait(self) -> bool:
+            """``nowait`` under the spelling the other 0-9-1 methods use."""
+            return self.nowait
+
     @dataclass(frozen=True, slots=True, init=False)
     class ConsumeOk(Method):
         """Confirm a new consumer.
@@ -4088,6 +4133,11 @@ class File:
                 raise
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
+
+        @property
+        def no_wait(self) -> bool:
+            """``nowait`` under the spelling the other 0-9-1 methods use."""
+            return self.nowait
 
     @dataclass(frozen=True, slots=True, init=False)
     class CancelOk(Method):
@@ -5000,6 +5050,11 @@ class Stream:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
+        @property
+        def no_wait(self) -> bool:
+            """``nowait`` under the spelling the other 0-9-1 methods use."""
+            return self.nowait
+
     @dataclass(frozen=True, slots=True, init=False)
     class ConsumeOk(Method):
         """Confirm a new consumer.
@@ -5116,6 +5171,11 @@ class Stream:
                 raise
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
+
+        @property
+        def no_wait(self) -> bool:
+            """``nowait`` under the spelling the other 0-9-1 methods use."""
+            return self.nowait
 
     @dataclass(frozen=True, slots=True, init=False)
     class CancelOk(Method):

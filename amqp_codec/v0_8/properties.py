@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from datetime import datetime
 from struct import Struct
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -181,7 +182,7 @@ class BasicProperties(Properties):
         reply_to: str | None = None,
         expiration: str | None = None,
         message_id: str | None = None,
-        timestamp: Timestamp | int | None = None,
+        timestamp: Timestamp | int | datetime | None = None,
         type: str | None = None,
         user_id: str | None = None,
         app_id: str | None = None,
@@ -208,7 +209,10 @@ class BasicProperties(Properties):
         if message_id is not None:
             present["message_id"] = message_id
         if timestamp is not None:
-            present["timestamp"] = timestamp
+            # A datetime becomes whole seconds, its fraction dropped (Timestamp.from_datetime).
+            present["timestamp"] = (
+                Timestamp.from_datetime(timestamp) if isinstance(timestamp, datetime) else timestamp
+            )
         if type is not None:
             present["type"] = type
         if user_id is not None:
@@ -431,7 +435,7 @@ class FileProperties(Properties):
         reply_to: str | None = None,
         message_id: str | None = None,
         filename: str | None = None,
-        timestamp: Timestamp | int | None = None,
+        timestamp: Timestamp | int | datetime | None = None,
         cluster_id: str | None = None,
     ) -> None:
         # Only present properties go into the instance dict; absent ones read the class's None.
@@ -451,7 +455,10 @@ class FileProperties(Properties):
         if filename is not None:
             present["filename"] = filename
         if timestamp is not None:
-            present["timestamp"] = timestamp
+            # A datetime becomes whole seconds, its fraction dropped (Timestamp.from_datetime).
+            present["timestamp"] = (
+                Timestamp.from_datetime(timestamp) if isinstance(timestamp, datetime) else timestamp
+            )
         if cluster_id is not None:
             present["cluster_id"] = cluster_id
         _set(self, "__dict__", present)
@@ -593,7 +600,7 @@ class StreamProperties(Properties):
         content_encoding: str | None = None,
         headers: Mapping[str, Any] | None = None,
         priority: int | None = None,
-        timestamp: Timestamp | int | None = None,
+        timestamp: Timestamp | int | datetime | None = None,
     ) -> None:
         # Only present properties go into the instance dict; absent ones read the class's None.
         present: dict[str, Any] = {}
@@ -606,7 +613,10 @@ class StreamProperties(Properties):
         if priority is not None:
             present["priority"] = priority
         if timestamp is not None:
-            present["timestamp"] = timestamp
+            # A datetime becomes whole seconds, its fraction dropped (Timestamp.from_datetime).
+            present["timestamp"] = (
+                Timestamp.from_datetime(timestamp) if isinstance(timestamp, datetime) else timestamp
+            )
         _set(self, "__dict__", present)
 
     def encode(self) -> bytes:

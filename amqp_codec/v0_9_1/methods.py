@@ -4036,6 +4036,11 @@ class Confirm:
             except _VALUE_ERRORS:
                 raise encode_failure(self) from None
 
+        @property
+        def no_wait(self) -> bool:
+            """``nowait`` under the spelling the other 0-9-1 methods use."""
+            return self.nowait
+
     @dataclass(frozen=True, slots=True)
     class SelectOk(Method):
         """Acknowledge confirm mode.

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from datetime import datetime
 from struct import Struct
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -178,7 +179,7 @@ class BasicProperties(Properties):
         reply_to: str | None = None,
         expiration: str | None = None,
         message_id: str | None = None,
-        timestamp: Timestamp | int | None = None,
+        timestamp: Timestamp | int | datetime | None = None,
         type: str | None = None,
         user_id: str | None = None,
         app_id: str | None = None,
@@ -205,7 +206,10 @@ class BasicProperties(Properties):
         if message_id is not None:
             present["message_id"] = message_id
         if timestamp is not None:
-            present["timestamp"] = timestamp
+            # A datetime becomes whole seconds, its fraction dropped (Timestamp.from_datetime).
+            present["timestamp"] = (
+                Timestamp.from_datetime(timestamp) if isinstance(timestamp, datetime) else timestamp
+            )
         if type is not None:
             present["type"] = type
         if user_id is not None:
