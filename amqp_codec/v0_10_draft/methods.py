@@ -130,9 +130,21 @@ class Connection:
                 label="Server properties.",
             ),
             FieldSpec(
-                "mechanisms", "mechanisms", "longstr", b"", label="Available security mechanisms."
+                "mechanisms",
+                "mechanisms",
+                "longstr",
+                b"",
+                label="Available security mechanisms.",
+                checks=(("notnull", None),),
             ),
-            FieldSpec("locales", "locales", "longstr", b"", label="Available message locales."),
+            FieldSpec(
+                "locales",
+                "locales",
+                "longstr",
+                b"",
+                label="Available message locales.",
+                checks=(("notnull", None),),
+            ),
         )
 
         version_major: int = 0
@@ -228,10 +240,29 @@ class Connection:
                 label="Client properties.",
             ),
             FieldSpec(
-                "mechanism", "mechanism", "shortstr", "", label="Selected security mechanism."
+                "mechanism",
+                "mechanism",
+                "shortstr",
+                "",
+                label="Selected security mechanism.",
+                checks=(("notnull", None),),
             ),
-            FieldSpec("response", "response", "longstr", b"", label="Security response data."),
-            FieldSpec("locale", "locale", "shortstr", "", label="Selected message locale."),
+            FieldSpec(
+                "response",
+                "response",
+                "longstr",
+                b"",
+                label="Security response data.",
+                checks=(("notnull", None),),
+            ),
+            FieldSpec(
+                "locale",
+                "locale",
+                "shortstr",
+                "",
+                label="Selected message locale.",
+                checks=(("notnull", None),),
+            ),
         )
 
         client_properties: Mapping[str, Any] = field(default_factory=FieldTable)
@@ -369,7 +400,14 @@ class Connection:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("response", "response", "longstr", b"", label="Security response data."),
+            FieldSpec(
+                "response",
+                "response",
+                "longstr",
+                b"",
+                label="Security response data.",
+                checks=(("notnull", None),),
+            ),
         )
 
         response: bytes = b""
@@ -485,7 +523,12 @@ class Connection:
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
             FieldSpec(
-                "channel-max", "channel_max", "short", 0, label="Negotiated maximum channels."
+                "channel-max",
+                "channel_max",
+                "short",
+                0,
+                label="Negotiated maximum channels.",
+                checks=(("notnull", None), ("le", "channel-max")),
             ),
             FieldSpec("frame-max", "frame_max", "long", 0, label="Negotiated maximum frame size."),
             FieldSpec("heartbeat", "heartbeat", "short", 0, label="Desired heartbeat delay."),
@@ -554,7 +597,19 @@ class Connection:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("virtual-host", "virtual_host", "shortstr", "", label="Virtual host name."),
+            FieldSpec(
+                "virtual-host",
+                "virtual_host",
+                "shortstr",
+                "",
+                label="Virtual host name.",
+                checks=(
+                    ("notnull", None),
+                    ("syntax", "path"),
+                    ("length", 127),
+                    ("regexp", "^[a-zA-Z0-9/-_]+$"),
+                ),
+            ),
             FieldSpec(
                 "capabilities", "capabilities", "shortstr", "", label="Required capabilities."
             ),
@@ -683,7 +738,14 @@ class Connection:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"server"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("host", "host", "shortstr", "", label="Server to connect to."),
+            FieldSpec(
+                "host",
+                "host",
+                "shortstr",
+                "",
+                label="Server to connect to.",
+                checks=(("notnull", None),),
+            ),
             FieldSpec("known-hosts", "known_hosts", "shortstr", ""),
         )
 
@@ -751,8 +813,8 @@ class Connection:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client", "server"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("reply-code", "reply_code", "short", 0),
-            FieldSpec("reply-text", "reply_text", "shortstr", ""),
+            FieldSpec("reply-code", "reply_code", "short", 0, checks=(("notnull", None),)),
+            FieldSpec("reply-text", "reply_text", "shortstr", "", checks=(("notnull", None),)),
             FieldSpec("class-id", "class_id", "short", 0, label="Failing method class."),
             FieldSpec("method-id", "method_id", "short", 0, label="Failing method ID."),
         )
@@ -1108,8 +1170,8 @@ class Session:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client", "server"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("reply-code", "reply_code", "short", 0),
-            FieldSpec("reply-text", "reply_text", "shortstr", ""),
+            FieldSpec("reply-code", "reply_code", "short", 0, checks=(("notnull", None),)),
+            FieldSpec("reply-text", "reply_text", "shortstr", "", checks=(("notnull", None),)),
         )
 
         reply_code: int = 0
@@ -1525,7 +1587,9 @@ class Access:
         HAS_CONTENT: ClassVar[bool] = False
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"server"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
-        FIELDS: ClassVar[tuple[FieldSpec, ...]] = (FieldSpec("ticket", "ticket", "short", 0),)
+        FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
+            FieldSpec("ticket", "ticket", "short", 0, checks=(("ne", 0),)),
+        )
 
         ticket: int = 0
         """A valid access ticket to be used for gaining access to the server.
@@ -1575,15 +1639,25 @@ class Exchange:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0),
-            FieldSpec("exchange", "exchange", "shortstr", ""),
-            FieldSpec("type", "type", "shortstr", "", label="Exchange type."),
+            FieldSpec("ticket", "ticket", "short", 0, checks=(("ne", 0), ("notnull", None))),
+            FieldSpec(
+                "exchange", "exchange", "shortstr", "", checks=(("regexp", "[a-zA-Z0-9_]{1,127}"),)
+            ),
+            FieldSpec(
+                "type",
+                "type",
+                "shortstr",
+                "",
+                label="Exchange type.",
+                checks=(("regexp", "^[a-zA-Z0-9-_.:]+$"),),
+            ),
             FieldSpec(
                 "alternate-exchange",
                 "alternate_exchange",
                 "shortstr",
                 "",
                 label="Exchange-name for unroutable messages.",
+                checks=(("regexp", "[a-zA-Z0-9_]{1,127}"),),
             ),
             FieldSpec("passive", "passive", "bit", False, label="Do not create exchange."),
             FieldSpec("durable", "durable", "bit", False, label="Request a durable exchange."),
@@ -1720,8 +1794,14 @@ class Exchange:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0),
-            FieldSpec("exchange", "exchange", "shortstr", ""),
+            FieldSpec("ticket", "ticket", "short", 0, checks=(("ne", 0),)),
+            FieldSpec(
+                "exchange",
+                "exchange",
+                "shortstr",
+                "",
+                checks=(("regexp", "[a-zA-Z0-9_]{1,127}"), ("notnull", None)),
+            ),
             FieldSpec("if-unused", "if_unused", "bit", False, label="Delete only if unused."),
         )
 
@@ -1785,7 +1865,7 @@ class Exchange:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0),
+            FieldSpec("ticket", "ticket", "short", 0, checks=(("ne", 0),)),
             FieldSpec("name", "name", "shortstr", "", label="The exchange name."),
         )
 
@@ -1855,14 +1935,17 @@ class Queue:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0),
-            FieldSpec("queue", "queue", "shortstr", ""),
+            FieldSpec("ticket", "ticket", "short", 0, checks=(("ne", 0),)),
+            FieldSpec(
+                "queue", "queue", "shortstr", "", checks=(("regexp", "[a-zA-Z0-9_].{0,254}"),)
+            ),
             FieldSpec(
                 "alternate-exchange",
                 "alternate_exchange",
                 "shortstr",
                 "",
                 label="Exchange-name for messages with exceptions.",
+                checks=(("regexp", "[a-zA-Z0-9_]{1,127}"),),
             ),
             FieldSpec("passive", "passive", "bit", False, label="Do not create queue."),
             FieldSpec("durable", "durable", "bit", False, label="Request a durable queue."),
@@ -2006,10 +2089,17 @@ class Queue:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0),
-            FieldSpec("queue", "queue", "shortstr", ""),
+            FieldSpec("ticket", "ticket", "short", 0, checks=(("ne", 0),)),
             FieldSpec(
-                "exchange", "exchange", "shortstr", "", label="Name of the exchange to bind to."
+                "queue", "queue", "shortstr", "", checks=(("regexp", "[a-zA-Z0-9_].{0,254}"),)
+            ),
+            FieldSpec(
+                "exchange",
+                "exchange",
+                "shortstr",
+                "",
+                label="Name of the exchange to bind to.",
+                checks=(("regexp", "[a-zA-Z0-9_]{1,127}"),),
             ),
             FieldSpec("routing-key", "routing_key", "shortstr", "", label="Message routing key."),
             FieldSpec(
@@ -2111,9 +2201,13 @@ class Queue:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0),
-            FieldSpec("queue", "queue", "shortstr", ""),
-            FieldSpec("exchange", "exchange", "shortstr", ""),
+            FieldSpec("ticket", "ticket", "short", 0, checks=(("ne", 0),)),
+            FieldSpec(
+                "queue", "queue", "shortstr", "", checks=(("regexp", "[a-zA-Z0-9_].{0,254}"),)
+            ),
+            FieldSpec(
+                "exchange", "exchange", "shortstr", "", checks=(("regexp", "[a-zA-Z0-9_]{1,127}"),)
+            ),
             FieldSpec(
                 "routing-key", "routing_key", "shortstr", "", label="Routing key of binding."
             ),
@@ -2209,8 +2303,10 @@ class Queue:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0),
-            FieldSpec("queue", "queue", "shortstr", ""),
+            FieldSpec("ticket", "ticket", "short", 0, checks=(("ne", 0),)),
+            FieldSpec(
+                "queue", "queue", "shortstr", "", checks=(("regexp", "[a-zA-Z0-9_].{0,254}"),)
+            ),
         )
 
         ticket: int = 0
@@ -2268,8 +2364,10 @@ class Queue:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0),
-            FieldSpec("queue", "queue", "shortstr", ""),
+            FieldSpec("ticket", "ticket", "short", 0, checks=(("ne", 0),)),
+            FieldSpec(
+                "queue", "queue", "shortstr", "", checks=(("regexp", "[a-zA-Z0-9_].{0,254}"),)
+            ),
             FieldSpec("if-unused", "if_unused", "bit", False, label="Delete only if unused."),
             FieldSpec("if-empty", "if_empty", "bit", False, label="Delete only if empty."),
         )
@@ -2343,7 +2441,14 @@ class Queue:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("queue", "queue", "shortstr", "", label="The queried queue."),
+            FieldSpec(
+                "queue",
+                "queue",
+                "shortstr",
+                "",
+                label="The queried queue.",
+                checks=(("regexp", "[a-zA-Z0-9_].{0,254}"), ("notnull", None)),
+            ),
         )
 
         queue: str = ""
@@ -2490,8 +2595,10 @@ class Basic:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0),
-            FieldSpec("queue", "queue", "shortstr", ""),
+            FieldSpec("ticket", "ticket", "short", 0, checks=(("ne", 0),)),
+            FieldSpec(
+                "queue", "queue", "shortstr", "", checks=(("regexp", "[a-zA-Z0-9_].{0,254}"),)
+            ),
             FieldSpec("consumer-tag", "consumer_tag", "shortstr", ""),
             FieldSpec("no-local", "no_local", "bit", False),
             FieldSpec("no-ack", "no_ack", "bit", False),
@@ -2711,8 +2818,10 @@ class Basic:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0),
-            FieldSpec("exchange", "exchange", "shortstr", ""),
+            FieldSpec("ticket", "ticket", "short", 0, checks=(("ne", 0),)),
+            FieldSpec(
+                "exchange", "exchange", "shortstr", "", checks=(("regexp", "[a-zA-Z0-9_]{1,127}"),)
+            ),
             FieldSpec("routing-key", "routing_key", "shortstr", "", label="Message routing key."),
             FieldSpec(
                 "reject-unroutable",
@@ -2816,9 +2925,11 @@ class Basic:
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
             FieldSpec("consumer-tag", "consumer_tag", "shortstr", ""),
-            FieldSpec("delivery-tag", "delivery_tag", "longlong", 0),
+            FieldSpec("delivery-tag", "delivery_tag", "longlong", 0, checks=(("ne", 0),)),
             FieldSpec("redelivered", "redelivered", "bit", False),
-            FieldSpec("exchange", "exchange", "shortstr", ""),
+            FieldSpec(
+                "exchange", "exchange", "shortstr", "", checks=(("regexp", "[a-zA-Z0-9_]{1,127}"),)
+            ),
             FieldSpec("routing-key", "routing_key", "shortstr", "", label="Message routing key."),
         )
 
@@ -2904,8 +3015,10 @@ class Basic:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0),
-            FieldSpec("queue", "queue", "shortstr", ""),
+            FieldSpec("ticket", "ticket", "short", 0, checks=(("ne", 0),)),
+            FieldSpec(
+                "queue", "queue", "shortstr", "", checks=(("regexp", "[a-zA-Z0-9_].{0,254}"),)
+            ),
             FieldSpec("no-ack", "no_ack", "bit", False),
         )
 
@@ -2969,9 +3082,11 @@ class Basic:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"server"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("delivery-tag", "delivery_tag", "longlong", 0),
+            FieldSpec("delivery-tag", "delivery_tag", "longlong", 0, checks=(("ne", 0),)),
             FieldSpec("redelivered", "redelivered", "bit", False),
-            FieldSpec("exchange", "exchange", "shortstr", ""),
+            FieldSpec(
+                "exchange", "exchange", "shortstr", "", checks=(("regexp", "[a-zA-Z0-9_]{1,127}"),)
+            ),
             FieldSpec("routing-key", "routing_key", "shortstr", "", label="Message routing key."),
             FieldSpec(
                 "message-count", "message_count", "long", 0, label="Number of messages pending."
@@ -3111,7 +3226,7 @@ class Basic:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("delivery-tag", "delivery_tag", "longlong", 0),
+            FieldSpec("delivery-tag", "delivery_tag", "longlong", 0, checks=(("ne", 0),)),
             FieldSpec("multiple", "multiple", "bit", False, label="Acknowledge multiple messages."),
         )
 
@@ -3164,7 +3279,7 @@ class Basic:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("delivery-tag", "delivery_tag", "longlong", 0),
+            FieldSpec("delivery-tag", "delivery_tag", "longlong", 0, checks=(("ne", 0),)),
             FieldSpec("requeue", "requeue", "bit", False, label="Requeue the message."),
         )
 
@@ -3381,8 +3496,10 @@ class File:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0),
-            FieldSpec("queue", "queue", "shortstr", ""),
+            FieldSpec("ticket", "ticket", "short", 0, checks=(("ne", 0),)),
+            FieldSpec(
+                "queue", "queue", "shortstr", "", checks=(("regexp", "[a-zA-Z0-9_].{0,254}"),)
+            ),
             FieldSpec("consumer-tag", "consumer_tag", "shortstr", ""),
             FieldSpec("no-local", "no_local", "bit", False),
             FieldSpec("no-ack", "no_ack", "bit", False),
@@ -3732,8 +3849,10 @@ class File:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0),
-            FieldSpec("exchange", "exchange", "shortstr", ""),
+            FieldSpec("ticket", "ticket", "short", 0, checks=(("ne", 0),)),
+            FieldSpec(
+                "exchange", "exchange", "shortstr", "", checks=(("regexp", "[a-zA-Z0-9_]{1,127}"),)
+            ),
             FieldSpec("routing-key", "routing_key", "shortstr", "", label="Message routing key."),
             FieldSpec("mandatory", "mandatory", "bit", False, label="Indicate mandatory routing."),
             FieldSpec("immediate", "immediate", "bit", False, label="Request immediate delivery."),
@@ -3845,9 +3964,11 @@ class File:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"server"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("reply-code", "reply_code", "short", 0),
-            FieldSpec("reply-text", "reply_text", "shortstr", ""),
-            FieldSpec("exchange", "exchange", "shortstr", ""),
+            FieldSpec("reply-code", "reply_code", "short", 0, checks=(("notnull", None),)),
+            FieldSpec("reply-text", "reply_text", "shortstr", "", checks=(("notnull", None),)),
+            FieldSpec(
+                "exchange", "exchange", "shortstr", "", checks=(("regexp", "[a-zA-Z0-9_]{1,127}"),)
+            ),
             FieldSpec("routing-key", "routing_key", "shortstr", "", label="Message routing key."),
         )
 
@@ -3931,9 +4052,11 @@ class File:
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
             FieldSpec("consumer-tag", "consumer_tag", "shortstr", ""),
-            FieldSpec("delivery-tag", "delivery_tag", "longlong", 0),
+            FieldSpec("delivery-tag", "delivery_tag", "longlong", 0, checks=(("ne", 0),)),
             FieldSpec("redelivered", "redelivered", "bit", False),
-            FieldSpec("exchange", "exchange", "shortstr", ""),
+            FieldSpec(
+                "exchange", "exchange", "shortstr", "", checks=(("regexp", "[a-zA-Z0-9_]{1,127}"),)
+            ),
             FieldSpec("routing-key", "routing_key", "shortstr", "", label="Message routing key."),
             FieldSpec("identifier", "identifier", "shortstr", "", label="Staging identifier."),
         )
@@ -4035,7 +4158,7 @@ class File:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("delivery-tag", "delivery_tag", "longlong", 0),
+            FieldSpec("delivery-tag", "delivery_tag", "longlong", 0, checks=(("ne", 0),)),
             FieldSpec("multiple", "multiple", "bit", False, label="Acknowledge multiple messages."),
         )
 
@@ -4088,7 +4211,7 @@ class File:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("delivery-tag", "delivery_tag", "longlong", 0),
+            FieldSpec("delivery-tag", "delivery_tag", "longlong", 0, checks=(("ne", 0),)),
             FieldSpec("requeue", "requeue", "bit", False, label="Requeue the message."),
         )
 
@@ -4271,8 +4394,10 @@ class Stream:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0),
-            FieldSpec("queue", "queue", "shortstr", ""),
+            FieldSpec("ticket", "ticket", "short", 0, checks=(("ne", 0),)),
+            FieldSpec(
+                "queue", "queue", "shortstr", "", checks=(("regexp", "[a-zA-Z0-9_].{0,254}"),)
+            ),
             FieldSpec("consumer-tag", "consumer_tag", "shortstr", ""),
             FieldSpec("no-local", "no_local", "bit", False),
             FieldSpec("exclusive", "exclusive", "bit", False, label="Request exclusive access."),
@@ -4480,8 +4605,10 @@ class Stream:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0),
-            FieldSpec("exchange", "exchange", "shortstr", ""),
+            FieldSpec("ticket", "ticket", "short", 0, checks=(("ne", 0),)),
+            FieldSpec(
+                "exchange", "exchange", "shortstr", "", checks=(("regexp", "[a-zA-Z0-9_]{1,127}"),)
+            ),
             FieldSpec("routing-key", "routing_key", "shortstr", "", label="Message routing key."),
             FieldSpec("mandatory", "mandatory", "bit", False, label="Indicate mandatory routing."),
             FieldSpec("immediate", "immediate", "bit", False, label="Request immediate delivery."),
@@ -4577,9 +4704,11 @@ class Stream:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"server"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("reply-code", "reply_code", "short", 0),
-            FieldSpec("reply-text", "reply_text", "shortstr", ""),
-            FieldSpec("exchange", "exchange", "shortstr", ""),
+            FieldSpec("reply-code", "reply_code", "short", 0, checks=(("notnull", None),)),
+            FieldSpec("reply-text", "reply_text", "shortstr", "", checks=(("notnull", None),)),
+            FieldSpec(
+                "exchange", "exchange", "shortstr", "", checks=(("regexp", "[a-zA-Z0-9_]{1,127}"),)
+            ),
             FieldSpec("routing-key", "routing_key", "shortstr", "", label="Message routing key."),
         )
 
@@ -4662,9 +4791,17 @@ class Stream:
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
             FieldSpec("consumer-tag", "consumer_tag", "shortstr", ""),
-            FieldSpec("delivery-tag", "delivery_tag", "longlong", 0),
-            FieldSpec("exchange", "exchange", "shortstr", ""),
-            FieldSpec("queue", "queue", "shortstr", ""),
+            FieldSpec("delivery-tag", "delivery_tag", "longlong", 0, checks=(("ne", 0),)),
+            FieldSpec(
+                "exchange", "exchange", "shortstr", "", checks=(("regexp", "[a-zA-Z0-9_]{1,127}"),)
+            ),
+            FieldSpec(
+                "queue",
+                "queue",
+                "shortstr",
+                "",
+                checks=(("regexp", "[a-zA-Z0-9_].{0,254}"), ("notnull", None)),
+            ),
         )
 
         consumer_tag: str = ""
@@ -4872,10 +5009,28 @@ class DtxDemarcation:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0, label="Access-ticket for specific realm."),
-            FieldSpec("xid", "xid", "longstr", b"", label="Transaction xid."),
-            FieldSpec("join", "join", "bit", False, label="Join with existing xid flag."),
-            FieldSpec("resume", "resume", "bit", False, label="Resume flag."),
+            FieldSpec(
+                "ticket",
+                "ticket",
+                "short",
+                0,
+                label="Access-ticket for specific realm.",
+                checks=(("ne", 0), ("notnull", None)),
+            ),
+            FieldSpec(
+                "xid", "xid", "longstr", b"", label="Transaction xid.", checks=(("notnull", None),)
+            ),
+            FieldSpec(
+                "join",
+                "join",
+                "bit",
+                False,
+                label="Join with existing xid flag.",
+                checks=(("notnull", None),),
+            ),
+            FieldSpec(
+                "resume", "resume", "bit", False, label="Resume flag.", checks=(("notnull", None),)
+            ),
         )
 
         ticket: int = 0
@@ -4954,10 +5109,28 @@ class DtxDemarcation:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0, label="Access-ticket for specific realm."),
-            FieldSpec("xid", "xid", "longstr", b"", label="Transaction xid."),
-            FieldSpec("fail", "fail", "bit", False, label="Failure flag."),
-            FieldSpec("suspend", "suspend", "bit", False, label="Temporary suspension flag."),
+            FieldSpec(
+                "ticket",
+                "ticket",
+                "short",
+                0,
+                label="Access-ticket for specific realm.",
+                checks=(("ne", 0), ("notnull", None)),
+            ),
+            FieldSpec(
+                "xid", "xid", "longstr", b"", label="Transaction xid.", checks=(("notnull", None),)
+            ),
+            FieldSpec(
+                "fail", "fail", "bit", False, label="Failure flag.", checks=(("notnull", None),)
+            ),
+            FieldSpec(
+                "suspend",
+                "suspend",
+                "bit",
+                False,
+                label="Temporary suspension flag.",
+                checks=(("notnull", None),),
+            ),
         )
 
         ticket: int = 0
@@ -5047,9 +5220,25 @@ class DtxCoordination:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0, label="Access-ticket for specific realm."),
-            FieldSpec("xid", "xid", "longstr", b"", label="Transaction xid."),
-            FieldSpec("one-phase", "one_phase", "bit", False, label="One-phase optimization flag."),
+            FieldSpec(
+                "ticket",
+                "ticket",
+                "short",
+                0,
+                label="Access-ticket for specific realm.",
+                checks=(("ne", 0), ("notnull", None)),
+            ),
+            FieldSpec(
+                "xid", "xid", "longstr", b"", label="Transaction xid.", checks=(("notnull", None),)
+            ),
+            FieldSpec(
+                "one-phase",
+                "one_phase",
+                "bit",
+                False,
+                label="One-phase optimization flag.",
+                checks=(("notnull", None),),
+            ),
         )
 
         ticket: int = 0
@@ -5117,8 +5306,17 @@ class DtxCoordination:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0, label="Access-ticket for specific realm."),
-            FieldSpec("xid", "xid", "longstr", b"", label="Transaction xid."),
+            FieldSpec(
+                "ticket",
+                "ticket",
+                "short",
+                0,
+                label="Access-ticket for specific realm.",
+                checks=(("ne", 0), ("notnull", None)),
+            ),
+            FieldSpec(
+                "xid", "xid", "longstr", b"", label="Transaction xid.", checks=(("notnull", None),)
+            ),
         )
 
         ticket: int = 0
@@ -5178,7 +5376,9 @@ class DtxCoordination:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("xid", "xid", "longstr", b"", label="Transaction xid."),
+            FieldSpec(
+                "xid", "xid", "longstr", b"", label="Transaction xid.", checks=(("notnull", None),)
+            ),
         )
 
         xid: bytes = b""
@@ -5227,8 +5427,17 @@ class DtxCoordination:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0, label="Access-ticket for specific realm."),
-            FieldSpec("xid", "xid", "longstr", b"", label="Transaction xid."),
+            FieldSpec(
+                "ticket",
+                "ticket",
+                "short",
+                0,
+                label="Access-ticket for specific realm.",
+                checks=(("ne", 0), ("notnull", None)),
+            ),
+            FieldSpec(
+                "xid", "xid", "longstr", b"", label="Transaction xid.", checks=(("notnull", None),)
+            ),
         )
 
         ticket: int = 0
@@ -5287,14 +5496,29 @@ class DtxCoordination:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0, label="Access-ticket for specific realm."),
-            FieldSpec("startscan", "startscan", "bit", False, label="Start recovery scan flag."),
+            FieldSpec(
+                "ticket",
+                "ticket",
+                "short",
+                0,
+                label="Access-ticket for specific realm.",
+                checks=(("ne", 0), ("notnull", None)),
+            ),
+            FieldSpec(
+                "startscan",
+                "startscan",
+                "bit",
+                False,
+                label="Start recovery scan flag.",
+                checks=(("notnull", None),),
+            ),
             FieldSpec(
                 "endscan",
                 "endscan",
                 "bit",
                 False,
                 label="Flag indicating end scan on return of xids.",
+                checks=(("notnull", None),),
             ),
         )
 
@@ -5365,8 +5589,17 @@ class DtxCoordination:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0, label="Access-ticket for specific realm."),
-            FieldSpec("xid", "xid", "longstr", b"", label="Transaction xid."),
+            FieldSpec(
+                "ticket",
+                "ticket",
+                "short",
+                0,
+                label="Access-ticket for specific realm.",
+                checks=(("ne", 0), ("notnull", None)),
+            ),
+            FieldSpec(
+                "xid", "xid", "longstr", b"", label="Transaction xid.", checks=(("notnull", None),)
+            ),
         )
 
         ticket: int = 0
@@ -5424,9 +5657,25 @@ class DtxCoordination:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0, label="Access-ticket for specific realm."),
-            FieldSpec("xid", "xid", "longstr", b"", label="Transaction xid."),
-            FieldSpec("timeout", "timeout", "long", 0, label="Dtx timeout in seconds."),
+            FieldSpec(
+                "ticket",
+                "ticket",
+                "short",
+                0,
+                label="Access-ticket for specific realm.",
+                checks=(("ne", 0), ("notnull", None)),
+            ),
+            FieldSpec(
+                "xid", "xid", "longstr", b"", label="Transaction xid.", checks=(("notnull", None),)
+            ),
+            FieldSpec(
+                "timeout",
+                "timeout",
+                "long",
+                0,
+                label="Dtx timeout in seconds.",
+                checks=(("notnull", None),),
+            ),
         )
 
         ticket: int = 0
@@ -5574,7 +5823,7 @@ class Message:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client", "server"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0, label="Access ticket."),
+            FieldSpec("ticket", "ticket", "short", 0, label="Access ticket.", checks=(("ne", 0),)),
             FieldSpec("destination", "destination", "shortstr", "", label="Message destination."),
             FieldSpec("confirm-mode", "confirm_mode", "octet", 0),
             FieldSpec("acquire-mode", "acquire_mode", "octet", 0),
@@ -5847,8 +6096,10 @@ class Message:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0),
-            FieldSpec("queue", "queue", "shortstr", ""),
+            FieldSpec("ticket", "ticket", "short", 0, checks=(("ne", 0),)),
+            FieldSpec(
+                "queue", "queue", "shortstr", "", checks=(("regexp", "[a-zA-Z0-9_].{0,254}"),)
+            ),
             FieldSpec(
                 "destination", "destination", "shortstr", "", label="Incoming message destination."
             ),
@@ -6020,8 +6271,10 @@ class Message:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0),
-            FieldSpec("queue", "queue", "shortstr", ""),
+            FieldSpec("ticket", "ticket", "short", 0, checks=(("ne", 0),)),
+            FieldSpec(
+                "queue", "queue", "shortstr", "", checks=(("regexp", "[a-zA-Z0-9_].{0,254}"),)
+            ),
             FieldSpec("destination", "destination", "shortstr", ""),
             FieldSpec("no-ack", "no_ack", "bit", False),
         )
@@ -6812,7 +7065,7 @@ class Binding:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0),
+            FieldSpec("ticket", "ticket", "short", 0, checks=(("ne", 0),)),
             FieldSpec("exchange", "exchange", "shortstr", "", label="The exchange name."),
             FieldSpec("queue", "queue", "shortstr", "", label="A queue name."),
             FieldSpec("routing-key", "routing_key", "shortstr", "", label="A routing-key."),

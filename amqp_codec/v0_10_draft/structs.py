@@ -78,7 +78,13 @@ class ReplyTo(PackedStruct):
     SIZE_WIDTH: ClassVar[int] = 2
     PACK_WIDTH: ClassVar[int] = 2
     FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-        FieldSpec("exchange-name", "exchange_name", "shortstr", ""),
+        FieldSpec(
+            "exchange-name",
+            "exchange_name",
+            "shortstr",
+            "",
+            checks=(("regexp", "[a-zA-Z0-9_]{1,127}"),),
+        ),
         FieldSpec("routing-key", "routing_key", "shortstr", ""),
     )
 
@@ -158,7 +164,14 @@ class DeliveryProperties(PackedStruct):
         FieldSpec(
             "expiration", "expiration", "timestamp", Timestamp(0), label="Message expiration time."
         ),
-        FieldSpec("exchange", "exchange", "shortstr", "", label="Originating exchange."),
+        FieldSpec(
+            "exchange",
+            "exchange",
+            "shortstr",
+            "",
+            label="Originating exchange.",
+            checks=(("regexp", "[a-zA-Z0-9_]{1,127}"),),
+        ),
         FieldSpec("routing-key", "routing_key", "shortstr", "", label="Message routing key."),
     )
 
@@ -744,8 +757,20 @@ class QueueQueryResult(PackedStruct):
     SIZE_WIDTH: ClassVar[int] = 4
     PACK_WIDTH: ClassVar[int] = 2
     FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-        FieldSpec("queue", "queue", "shortstr", ""),
-        FieldSpec("alternate-exchange", "alternate_exchange", "shortstr", ""),
+        FieldSpec(
+            "queue",
+            "queue",
+            "shortstr",
+            "",
+            checks=(("regexp", "[a-zA-Z0-9_].{0,254}"), ("notnull", None)),
+        ),
+        FieldSpec(
+            "alternate-exchange",
+            "alternate_exchange",
+            "shortstr",
+            "",
+            checks=(("regexp", "[a-zA-Z0-9_]{1,127}"),),
+        ),
         FieldSpec("durable", "durable", "bit", False),
         FieldSpec("exclusive", "exclusive", "bit", False),
         FieldSpec("auto-delete", "auto_delete", "bit", False),
@@ -878,7 +903,9 @@ class DtxDemarcationStartResult(PackedStruct):
     SIZE_WIDTH: ClassVar[int] = 4
     PACK_WIDTH: ClassVar[int] = 2
     FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-        FieldSpec("status", "status", "short", 0, label="Status code."),
+        FieldSpec(
+            "status", "status", "short", 0, label="Status code.", checks=(("notnull", None),)
+        ),
     )
 
     status: int | None = None
@@ -952,7 +979,9 @@ class DtxDemarcationEndResult(PackedStruct):
     SIZE_WIDTH: ClassVar[int] = 4
     PACK_WIDTH: ClassVar[int] = 2
     FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-        FieldSpec("status", "status", "short", 0, label="Status code."),
+        FieldSpec(
+            "status", "status", "short", 0, label="Status code.", checks=(("notnull", None),)
+        ),
     )
 
     status: int | None = None
@@ -1025,7 +1054,9 @@ class DtxCoordinationCommitResult(PackedStruct):
     SIZE_WIDTH: ClassVar[int] = 4
     PACK_WIDTH: ClassVar[int] = 2
     FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-        FieldSpec("status", "status", "short", 0, label="Status code."),
+        FieldSpec(
+            "status", "status", "short", 0, label="Status code.", checks=(("notnull", None),)
+        ),
     )
 
     status: int | None = None
@@ -1111,7 +1142,14 @@ class DtxCoordinationGetTimeoutResult(PackedStruct):
     SIZE_WIDTH: ClassVar[int] = 4
     PACK_WIDTH: ClassVar[int] = 2
     FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-        FieldSpec("timeout", "timeout", "long", 0, label="The current transaction timeout value."),
+        FieldSpec(
+            "timeout",
+            "timeout",
+            "long",
+            0,
+            label="The current transaction timeout value.",
+            checks=(("notnull", None),),
+        ),
     )
 
     timeout: int | None = None
@@ -1180,7 +1218,9 @@ class DtxCoordinationPrepareResult(PackedStruct):
     SIZE_WIDTH: ClassVar[int] = 4
     PACK_WIDTH: ClassVar[int] = 2
     FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-        FieldSpec("status", "status", "short", 0, label="Status code."),
+        FieldSpec(
+            "status", "status", "short", 0, label="Status code.", checks=(("notnull", None),)
+        ),
     )
 
     status: int | None = None
@@ -1257,7 +1297,12 @@ class DtxCoordinationRecoverResult(PackedStruct):
     PACK_WIDTH: ClassVar[int] = 2
     FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
         FieldSpec(
-            "in-doubt", "in_doubt", "array", EMPTY_ARRAY, label="Array of xids to be recovered."
+            "in-doubt",
+            "in_doubt",
+            "array",
+            EMPTY_ARRAY,
+            label="Array of xids to be recovered.",
+            checks=(("notnull", None),),
         ),
     )
 
@@ -1322,7 +1367,9 @@ class DtxCoordinationRollbackResult(PackedStruct):
     SIZE_WIDTH: ClassVar[int] = 4
     PACK_WIDTH: ClassVar[int] = 2
     FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-        FieldSpec("status", "status", "short", 0, label="Status code."),
+        FieldSpec(
+            "status", "status", "short", 0, label="Status code.", checks=(("notnull", None),)
+        ),
     )
 
     status: int | None = None
