@@ -161,16 +161,18 @@ def damaged(
     and for the 0-10 draft an array of void elements with a huge count), ``.offset`` (the
     stream offset of the damage) and ``.frame_max`` (the limit the decoder must enforce).
     The kind is recorded with ``hypothesis.event`` and shown in a failing example.
-    ``kinds`` restricts the damage to some kinds. ``spec`` must be the streams' version.
+    ``kinds`` restricts the damage to some kinds. The version is the streams' own; ``spec``
+    names it when the streams come from elsewhere (and picks the default streams).
     """
-    version = resolve(spec)
+    version = resolve(spec) if spec is not None or streams_strategy is None else None
     if streams_strategy is None:
-        streams_strategy = _streams.streams(version, "client")
-    available = _damage.kinds_for(version)
-    chosen = available if kinds is None else tuple(kinds)
-    unknown = [k for k in chosen if k not in available]
-    if unknown or not chosen:
-        raise ValueError(f"damage kinds for AMQP {version.spec.name} are {', '.join(available)}")
+        streams_strategy = _streams.streams(resolve(spec), "client")
+    chosen = None if kinds is None else tuple(kinds)
+    if chosen is not None:
+        available = _damage.kinds_for(version) if version else _damage.KINDS
+        unknown = [k for k in chosen if k not in available]
+        if unknown or not chosen:
+            raise ValueError(f"damage kinds are {', '.join(available)}, not {unknown or 'none'}")
     return _damage.damaged(version, streams_strategy, chosen)
 
 

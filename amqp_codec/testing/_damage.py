@@ -18,7 +18,7 @@ from amqp_codec.wire010.table import CODE_VOID, MAX_VOID_ELEMENTS
 from ._frames import frame_size, method_frame
 from ._frames import overhead as frame_overhead
 from ._streams import StreamExample
-from ._version import Version
+from ._version import Version, resolve
 
 #: Every kind of damage, in the order :func:`damaged` shrinks towards.
 KINDS = (
@@ -128,14 +128,17 @@ def _insert(draw: st.DrawFn, stream: StreamExample, wire: bytes) -> tuple[bytes,
 @st.composite
 def damaged(
     draw: st.DrawFn,
-    version: Version,
+    given: Version | None,
     streams: st.SearchStrategy[StreamExample],
-    kinds: tuple[str, ...],
+    kinds: tuple[str, ...] | None,
 ) -> DamagedStream:
     stream = draw(streams)
+    # The stream knows its version; ``given`` (the spec= argument) takes precedence.
+    version = given or resolve(stream.spec)
     data = stream.data
     frames = _frames(version, stream)
-    kind = draw(st.sampled_from(kinds))
+    available = kinds_for(version)
+    kind = draw(st.sampled_from([k for k in kinds or available if k in available] or available))
     frame_max = stream.frame_max
     if kind == "cut-short":
         frame = draw(st.sampled_from(frames))

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from amqp_codec.base import Method
 from amqp_codec.frames import Frame, ProtocolHeader, encode_frame
+from amqp_codec.protocol import ProtocolSpec
 
 from . import _model
 from ._frames import MAX_BODY, content_frames, content_properties, heartbeat, method_frame
@@ -53,6 +54,8 @@ class StreamExample:
     """The stream offset where each of :attr:`frames` starts."""
     chunks: tuple[bytes, ...] | None = field(default=None, repr=False)
     """The same bytes cut into pieces, once drawn through :func:`chunked`."""
+    spec: ProtocolSpec | None = field(default=None, repr=False, compare=False)
+    """The version the stream speaks."""
 
     def __repr__(self) -> str:
         names = [_frame_name(f) for f in self.frames]
@@ -220,7 +223,14 @@ def streams(
     for wire in wires:
         offsets.append(at)
         at += len(wire)
-    return StreamExample(direction, frame_max, tuple(frames), b"".join(wires), tuple(offsets))
+    return StreamExample(
+        direction,
+        frame_max,
+        tuple(frames),
+        b"".join(wires),
+        tuple(offsets),
+        spec=version.spec,
+    )
 
 
 def cut(data: bytes) -> st.SearchStrategy[tuple[bytes, ...]]:
