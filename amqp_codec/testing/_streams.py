@@ -11,7 +11,9 @@ from hypothesis import strategies as st
 
 from amqp_codec.base import Method
 from amqp_codec.frames import Frame, ProtocolHeader, encode_frame
-from amqp_codec.protocol import ProtocolSpec
+
+# The decoder's own table of connection.start versions, so both always agree.
+from amqp_codec.protocol import _DRAFT_START_VERSIONS, _START_VERSIONS, ProtocolSpec
 
 from . import _model
 from ._frames import MAX_BODY, content_frames, content_properties, heartbeat, method_frame
@@ -122,6 +124,16 @@ def _frame_max(draw: st.DrawFn, version: Version, upper: int | None) -> int:
     return draw(choice)
 
 
+def _start_version(version: Version) -> tuple[int, int]:
+    """The version connection.start announces: what real servers of this version send (0-8
+    servers say 8-0), so a decoder that detects the version from it finds this one."""
+    known = _DRAFT_START_VERSIONS if version.draft else _START_VERSIONS
+    for (major, minor), package in known.items():
+        if package == version.package.__name__:
+            return major, minor
+    return version.spec.major, version.spec.minor
+
+
 @st.composite
 def _handshake(draw: st.DrawFn, version: Version, direction: str) -> tuple[list[Frame], int, int]:
     """The connection's opening frames; returns them, the channel-max and the frame_max."""
@@ -150,7 +162,8 @@ def _handshake(draw: st.DrawFn, version: Version, direction: str) -> tuple[list[
         )
         send("connection.open")
     else:
-        send("connection.start", version_major=version.spec.major, version_minor=version.spec.minor)
+        major, minor = _start_version(version)
+        send("connection.start", version_major=major, version_minor=minor)
         for _ in range(secure_rounds):
             send("connection.secure")
         send(
