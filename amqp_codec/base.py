@@ -16,6 +16,19 @@ class FieldSpec:
     ``wire_type`` is the AMQP primitive: bit, octet, short, long, longlong, shortstr, longstr,
     timestamp or table. ``reserved`` fields are hidden from constructors and encode as
     ``default`` unless a decoded value was remembered.
+
+    ``checks`` are the spec's ``<assert>``s on the field (its domain's included), as data for
+    validators and test-data generators (``amqp_codec.testing``); the codec itself does not
+    enforce them. Each is a ``(check, value)`` pair:
+
+    * ``("length", n)``: at most ``n`` bytes (short strings as UTF-8);
+    * ``("regexp", pattern)``: the whole value matches ``pattern`` (Python ``re`` syntax);
+    * ``("notnull", None)``: not empty (strings, tables), not zero (numbers);
+    * ``("null", None)``: empty;
+    * ``("enum", values)``: one of ``values``;
+    * ``("syntax", "path")``: a path as the spec's ``path`` domain describes it;
+    * ``("ne", v)``, ``("le", v)``, ...: compared with the number ``v``, or, when ``v`` is a
+      string, with that field (``"tune.channel-max"``) of an earlier method on the connection.
     """
 
     name: str
@@ -24,6 +37,7 @@ class FieldSpec:
     default: Any
     reserved: bool = False
     label: str = ""
+    checks: tuple[tuple[str, Any], ...] = ()
 
 
 class Method:

@@ -43,6 +43,7 @@ from .model import (
     WIRE_0_9,
     WIRE_0_10_DRAFT,
     AmqpClass,
+    Check,
     Constant,
     Field,
     Method,
@@ -228,7 +229,11 @@ def _default(el: _Element, wire_type: str) -> object:
     return None  # table: always empty
 
 
-def _field(el: _Element, domains: dict[str, tuple[str, list[str]]]) -> Field:
+# A domain's wire type and its <assert> elements, by domain name.
+Domains = dict[str, tuple[str, list[_Element]]]
+
+
+def _field(el: _Element, domains: Domains) -> Field:
     name = el.get("name")
     if not name:
         raise _fail(el, "<field> has no name")
@@ -236,7 +241,9 @@ def _field(el: _Element, domains: dict[str, tuple[str, list[str]]]) -> Field:
     if domain not in domains:
         raise _fail(el, f"field {name!r} has unknown domain or type {domain!r}")
     wire_type, domain_asserts = domains[domain]
-    asserts = domain_asserts + [_assert_text(a) for a in _children(el, "assert")]
+    assert_els = domain_asserts + _children(el, "assert")
+    asserts = [_assert_text(a) for a in assert_els]
+    checks = list(dict.fromkeys(c for a in assert_els if (c := _assert_check(a)) is not None))
     # 0-9-1 marks retired fields reserved="1"; an overlay can mark others deprecated="1".
     reserved = _flag(el, "reserved") or _flag(el, "deprecated")
     return Field(
@@ -248,6 +255,7 @@ def _field(el: _Element, domains: dict[str, tuple[str, list[str]]]) -> Field:
         default=_default(el, wire_type),
         reserved=reserved,
         asserts=asserts,
+        checks=checks,
     )
 
 
@@ -274,6 +282,36 @@ def _readable(path: Path) -> None:
             file.read(1)
     except OSError as exc:
         raise ModelError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+def _assert_check(el: _Element) -> Check | None:
+    """An ``<assert>`` as data: ``(check, value)``, as :class:`amqp_codec.FieldSpec` documents.
+
+    Values are typed here so generated code carries literals: ``length`` an int, ``regexp``
+    the pattern, ``enum`` the allowed values (the ``<value>`` children, numbered in order),
+    ``le``/``ge``/... on another field ``"method.field"`` (or the field alone).
+    """
+    check, value = el.get("check", ""), el.get("value")
+    if check in ("notnull", "null"):
+        return (check, None)
+    if check == "length" and value is not None:
+        return (check, int(value, 0))
+    if check == "regexp" and value is not None:
+        return (check, value)
+    if check == "syntax":
+        return (check, el.get("rule", ""))
+    if check == "enum":
+        return (check, tuple(range(len(_children(el, "value")))))
+    if check in ("le", "ge", "eq", "ne", "lt", "gt"):
+        if el.get("field"):
+            method = el.get("method")
+            return (check, f"{method}.{el.get('field')}" if method else el.get("field", ""))
+        if value is not None:
+            try:
+                return (check, int(value, 0))
+            except ValueError:  # 99-0's le value="channel-max": another field, by name
+                return (check, value)
+    return None
 
 
 def load(spec_path: Path, overlay_path: Path | None = None) -> Spec:
@@ -324,7 +362,7 @@ def load(spec_path: Path, overlay_path: Path | None = None) -> Spec:
         constants.append(Constant(name, _int(el, "value"), error_class, _doc_text(el)))
 
     wire_format = _WIRE_FORMATS.get((major, minor), WIRE_0_9)
-    domains: dict[str, tuple[str, list[str]]] = {t: (t, []) for t in PRIMITIVES}
+    domains: Domains = {t: (t, []) for t in PRIMITIVES}
     struct_domains: dict[str, _Element] = {}
     for el in _children(root, "domain"):
         name, base = el.get("name", ""), el.get("type", "")
@@ -333,7 +371,7 @@ def load(spec_path: Path, overlay_path: Path | None = None) -> Spec:
             base = "struct"
         if base not in PRIMITIVES:
             raise _fail(el, f"domain {name!r} has unknown type {base!r}")
-        domains[name] = (base, [_assert_text(a) for a in _children(el, "assert")])
+        domains[name] = (base, _children(el, "assert"))
 
     classes = []
     class_ids: dict[int, str] = {}
@@ -490,9 +528,7 @@ def _table_type(el: _Element, name: str) -> Constant:
     )
 
 
-def _struct_def(
-    el: _Element, name: str, label: str, doc: str, domains: dict[str, tuple[str, list[str]]]
-) -> StructDef:
+def _struct_def(el: _Element, name: str, label: str, doc: str, domains: Domains) -> StructDef:
     """A ``<struct>``: its size, packing and type attributes and its fields."""
     for attr in ("size", "pack"):
         if el.get(attr) is not None and el.get(attr) not in _WIDTHS:
@@ -516,9 +552,7 @@ def _struct_def(
     )
 
 
-def _result(
-    mel: _Element, cname: str, cindex: int, domains: dict[str, tuple[str, list[str]]]
-) -> StructDef | None:
+def _result(mel: _Element, cname: str, cindex: int, domains: Domains) -> StructDef | None:
     """A method's ``<result>`` struct; its type code is ``class index * 256 + type``."""
     results = _children(mel, "result")
     if not results:
@@ -535,9 +569,7 @@ def _result(
     return result
 
 
-def _structs(
-    spec: Spec, struct_domains: dict[str, _Element], domains: dict[str, tuple[str, list[str]]]
-) -> None:
+def _structs(spec: Spec, struct_domains: dict[str, _Element], domains: Domains) -> None:
     """Build the struct domains, link struct-typed fields and check type codes are unique."""
     by_name: dict[str, StructDef] = {}
     for name, el in struct_domains.items():

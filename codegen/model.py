@@ -93,6 +93,10 @@ WIRE_0_9 = "0-9"  # 0-8 and 0-9-1: 7-byte frame header, short class and method i
 WIRE_0_10_DRAFT = "0-10-draft"  # 99-0: 12-byte frame header, octet ids, packed structs
 
 
+# One ``<assert>`` of the spec as data: ("length", 127), ("regexp", "^...$"), ("notnull", None).
+Check = tuple[str, object]
+
+
 class ModelError(Exception):
     """A problem in the spec or overlay, reported with file and line."""
 
@@ -148,6 +152,8 @@ class Field:
     default: object
     reserved: bool
     asserts: list[str]
+    checks: list[Check] = field(default_factory=list)
+    """The spec's checks as data: (check, value) pairs, see :class:`amqp_codec.FieldSpec`."""
     attr: str = ""
     flag: int = 0  # property flag bit (content properties only)
     struct: StructDef | None = None  # the struct of a struct-typed field
@@ -189,6 +195,11 @@ class Field:
         """Label, documentation, what encoding checks and the spec's rules, for the docstring."""
         parts = [sentence(self.label), self.doc, self.encode_checks, self.spec_rules]
         return "\n\n".join(part for part in parts if part)
+
+    @property
+    def checks_literal(self) -> str:
+        """:attr:`checks` as the Python literal of ``FieldSpec.checks``."""
+        return repr(tuple(self.checks))
 
     @property
     def default_literal(self) -> str:

@@ -3,8 +3,6 @@ and the sign of decimals as each kind of peer writes it."""
 
 from __future__ import annotations
 
-import decimal
-
 import struct
 from decimal import Decimal
 
@@ -189,7 +187,7 @@ def test_plain_0_8_tables_decode_strictly(arguments):
         # (bytes that are not UTF-8 as \\x escapes), a decimal's exact string.
         if isinstance(value, bytes):
             return value.decode("utf-8", "backslashreplace")
-        if isinstance(value, decimal.Decimal):
+        if isinstance(value, Decimal):
             return str(value)
         if isinstance(value, dict):
             return {k: plain(v) for k, v in value.items()}

@@ -130,9 +130,21 @@ class Connection:
                 label="Server properties.",
             ),
             FieldSpec(
-                "mechanisms", "mechanisms", "longstr", b"", label="Available security mechanisms."
+                "mechanisms",
+                "mechanisms",
+                "longstr",
+                b"",
+                label="Available security mechanisms.",
+                checks=(("notnull", None),),
             ),
-            FieldSpec("locales", "locales", "longstr", b"", label="Available message locales."),
+            FieldSpec(
+                "locales",
+                "locales",
+                "longstr",
+                b"",
+                label="Available message locales.",
+                checks=(("notnull", None),),
+            ),
         )
 
         version_major: int = 0
@@ -239,10 +251,29 @@ class Connection:
                 label="Client properties.",
             ),
             FieldSpec(
-                "mechanism", "mechanism", "shortstr", "", label="Selected security mechanism."
+                "mechanism",
+                "mechanism",
+                "shortstr",
+                "",
+                label="Selected security mechanism.",
+                checks=(("notnull", None),),
             ),
-            FieldSpec("response", "response", "longstr", b"", label="Security response data."),
-            FieldSpec("locale", "locale", "shortstr", "", label="Selected message locale."),
+            FieldSpec(
+                "response",
+                "response",
+                "longstr",
+                b"",
+                label="Security response data.",
+                checks=(("notnull", None),),
+            ),
+            FieldSpec(
+                "locale",
+                "locale",
+                "shortstr",
+                "",
+                label="Selected message locale.",
+                checks=(("notnull", None),),
+            ),
         )
 
         client_properties: Mapping[str, Any] = field(default_factory=FieldTable)
@@ -393,7 +424,14 @@ class Connection:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("response", "response", "longstr", b"", label="Security response data."),
+            FieldSpec(
+                "response",
+                "response",
+                "longstr",
+                b"",
+                label="Security response data.",
+                checks=(("notnull", None),),
+            ),
         )
 
         response: bytes = b""
@@ -517,7 +555,12 @@ class Connection:
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
             FieldSpec(
-                "channel-max", "channel_max", "short", 0, label="Negotiated maximum channels."
+                "channel-max",
+                "channel_max",
+                "short",
+                0,
+                label="Negotiated maximum channels.",
+                checks=(("notnull", None), ("le", "channel-max")),
             ),
             FieldSpec("frame-max", "frame_max", "long", 0, label="Negotiated maximum frame size."),
             FieldSpec("heartbeat", "heartbeat", "short", 0, label="Desired heartbeat delay."),
@@ -593,7 +636,19 @@ class Connection:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("virtual-host", "virtual_host", "shortstr", "", label="Virtual host name."),
+            FieldSpec(
+                "virtual-host",
+                "virtual_host",
+                "shortstr",
+                "",
+                label="Virtual host name.",
+                checks=(
+                    ("notnull", None),
+                    ("syntax", "path"),
+                    ("length", 127),
+                    ("regexp", "^[a-zA-Z0-9/-_]+$"),
+                ),
+            ),
             FieldSpec(
                 "capabilities", "capabilities", "shortstr", "", label="Required capabilities."
             ),
@@ -732,7 +787,14 @@ class Connection:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"server"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("host", "host", "shortstr", "", label="Server to connect to."),
+            FieldSpec(
+                "host",
+                "host",
+                "shortstr",
+                "",
+                label="Server to connect to.",
+                checks=(("notnull", None),),
+            ),
             FieldSpec("known-hosts", "known_hosts", "shortstr", ""),
         )
 
@@ -805,8 +867,8 @@ class Connection:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client", "server"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("reply-code", "reply_code", "short", 0),
-            FieldSpec("reply-text", "reply_text", "shortstr", ""),
+            FieldSpec("reply-code", "reply_code", "short", 0, checks=(("notnull", None),)),
+            FieldSpec("reply-text", "reply_text", "shortstr", "", checks=(("notnull", None),)),
             FieldSpec("class-id", "class_id", "short", 0, label="Failing method class."),
             FieldSpec("method-id", "method_id", "short", 0, label="Failing method ID."),
         )
@@ -1181,8 +1243,8 @@ class Session:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client", "server"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("reply-code", "reply_code", "short", 0),
-            FieldSpec("reply-text", "reply_text", "shortstr", ""),
+            FieldSpec("reply-code", "reply_code", "short", 0, checks=(("notnull", None),)),
+            FieldSpec("reply-text", "reply_text", "shortstr", "", checks=(("notnull", None),)),
         )
 
         reply_code: int = 0
@@ -1624,7 +1686,9 @@ class Access:
         HAS_CONTENT: ClassVar[bool] = False
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"server"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
-        FIELDS: ClassVar[tuple[FieldSpec, ...]] = (FieldSpec("ticket", "ticket", "short", 0),)
+        FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
+            FieldSpec("ticket", "ticket", "short", 0, checks=(("ne", 0),)),
+        )
 
         ticket: int = 0
         """A valid access ticket to be used for gaining access to the server.
@@ -1676,15 +1740,25 @@ class Exchange:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0),
-            FieldSpec("exchange", "exchange", "shortstr", ""),
-            FieldSpec("type", "type", "shortstr", "", label="Exchange type."),
+            FieldSpec("ticket", "ticket", "short", 0, checks=(("ne", 0), ("notnull", None))),
+            FieldSpec(
+                "exchange", "exchange", "shortstr", "", checks=(("regexp", "[a-zA-Z0-9_]{1,127}"),)
+            ),
+            FieldSpec(
+                "type",
+                "type",
+                "shortstr",
+                "",
+                label="Exchange type.",
+                checks=(("regexp", "^[a-zA-Z0-9-_.:]+$"),),
+            ),
             FieldSpec(
                 "alternate-exchange",
                 "alternate_exchange",
                 "shortstr",
                 "",
                 label="Exchange-name for unroutable messages.",
+                checks=(("regexp", "[a-zA-Z0-9_]{1,127}"),),
             ),
             FieldSpec("passive", "passive", "bit", False, label="Do not create exchange."),
             FieldSpec("durable", "durable", "bit", False, label="Request a durable exchange."),
@@ -1845,8 +1919,14 @@ class Exchange:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0),
-            FieldSpec("exchange", "exchange", "shortstr", ""),
+            FieldSpec("ticket", "ticket", "short", 0, checks=(("ne", 0),)),
+            FieldSpec(
+                "exchange",
+                "exchange",
+                "shortstr",
+                "",
+                checks=(("regexp", "[a-zA-Z0-9_]{1,127}"), ("notnull", None)),
+            ),
             FieldSpec("if-unused", "if_unused", "bit", False, label="Delete only if unused."),
         )
 
@@ -1918,7 +1998,7 @@ class Exchange:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0),
+            FieldSpec("ticket", "ticket", "short", 0, checks=(("ne", 0),)),
             FieldSpec("name", "name", "shortstr", "", label="The exchange name."),
         )
 
@@ -1993,14 +2073,17 @@ class Queue:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0),
-            FieldSpec("queue", "queue", "shortstr", ""),
+            FieldSpec("ticket", "ticket", "short", 0, checks=(("ne", 0),)),
+            FieldSpec(
+                "queue", "queue", "shortstr", "", checks=(("regexp", "[a-zA-Z0-9_].{0,254}"),)
+            ),
             FieldSpec(
                 "alternate-exchange",
                 "alternate_exchange",
                 "shortstr",
                 "",
                 label="Exchange-name for messages with exceptions.",
+                checks=(("regexp", "[a-zA-Z0-9_]{1,127}"),),
             ),
             FieldSpec("passive", "passive", "bit", False, label="Do not create queue."),
             FieldSpec("durable", "durable", "bit", False, label="Request a durable queue."),
@@ -2165,10 +2248,17 @@ class Queue:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0),
-            FieldSpec("queue", "queue", "shortstr", ""),
+            FieldSpec("ticket", "ticket", "short", 0, checks=(("ne", 0),)),
             FieldSpec(
-                "exchange", "exchange", "shortstr", "", label="Name of the exchange to bind to."
+                "queue", "queue", "shortstr", "", checks=(("regexp", "[a-zA-Z0-9_].{0,254}"),)
+            ),
+            FieldSpec(
+                "exchange",
+                "exchange",
+                "shortstr",
+                "",
+                label="Name of the exchange to bind to.",
+                checks=(("regexp", "[a-zA-Z0-9_]{1,127}"),),
             ),
             FieldSpec("routing-key", "routing_key", "shortstr", "", label="Message routing key."),
             FieldSpec(
@@ -2286,9 +2376,13 @@ class Queue:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0),
-            FieldSpec("queue", "queue", "shortstr", ""),
-            FieldSpec("exchange", "exchange", "shortstr", ""),
+            FieldSpec("ticket", "ticket", "short", 0, checks=(("ne", 0),)),
+            FieldSpec(
+                "queue", "queue", "shortstr", "", checks=(("regexp", "[a-zA-Z0-9_].{0,254}"),)
+            ),
+            FieldSpec(
+                "exchange", "exchange", "shortstr", "", checks=(("regexp", "[a-zA-Z0-9_]{1,127}"),)
+            ),
             FieldSpec(
                 "routing-key", "routing_key", "shortstr", "", label="Routing key of binding."
             ),
@@ -2400,8 +2494,10 @@ class Queue:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0),
-            FieldSpec("queue", "queue", "shortstr", ""),
+            FieldSpec("ticket", "ticket", "short", 0, checks=(("ne", 0),)),
+            FieldSpec(
+                "queue", "queue", "shortstr", "", checks=(("regexp", "[a-zA-Z0-9_].{0,254}"),)
+            ),
         )
 
         ticket: int = 0
@@ -2465,8 +2561,10 @@ class Queue:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0),
-            FieldSpec("queue", "queue", "shortstr", ""),
+            FieldSpec("ticket", "ticket", "short", 0, checks=(("ne", 0),)),
+            FieldSpec(
+                "queue", "queue", "shortstr", "", checks=(("regexp", "[a-zA-Z0-9_].{0,254}"),)
+            ),
             FieldSpec("if-unused", "if_unused", "bit", False, label="Delete only if unused."),
             FieldSpec("if-empty", "if_empty", "bit", False, label="Delete only if empty."),
         )
@@ -2550,7 +2648,14 @@ class Queue:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("queue", "queue", "shortstr", "", label="The queried queue."),
+            FieldSpec(
+                "queue",
+                "queue",
+                "shortstr",
+                "",
+                label="The queried queue.",
+                checks=(("regexp", "[a-zA-Z0-9_].{0,254}"), ("notnull", None)),
+            ),
         )
 
         queue: str = ""
@@ -2707,8 +2812,10 @@ class Basic:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0),
-            FieldSpec("queue", "queue", "shortstr", ""),
+            FieldSpec("ticket", "ticket", "short", 0, checks=(("ne", 0),)),
+            FieldSpec(
+                "queue", "queue", "shortstr", "", checks=(("regexp", "[a-zA-Z0-9_].{0,254}"),)
+            ),
             FieldSpec("consumer-tag", "consumer_tag", "shortstr", ""),
             FieldSpec("no-local", "no_local", "bit", False),
             FieldSpec("no-ack", "no_ack", "bit", False),
@@ -2956,8 +3063,10 @@ class Basic:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0),
-            FieldSpec("exchange", "exchange", "shortstr", ""),
+            FieldSpec("ticket", "ticket", "short", 0, checks=(("ne", 0),)),
+            FieldSpec(
+                "exchange", "exchange", "shortstr", "", checks=(("regexp", "[a-zA-Z0-9_]{1,127}"),)
+            ),
             FieldSpec("routing-key", "routing_key", "shortstr", "", label="Message routing key."),
             FieldSpec(
                 "reject-unroutable",
@@ -3074,9 +3183,11 @@ class Basic:
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
             FieldSpec("consumer-tag", "consumer_tag", "shortstr", ""),
-            FieldSpec("delivery-tag", "delivery_tag", "longlong", 0),
+            FieldSpec("delivery-tag", "delivery_tag", "longlong", 0, checks=(("ne", 0),)),
             FieldSpec("redelivered", "redelivered", "bit", False),
-            FieldSpec("exchange", "exchange", "shortstr", ""),
+            FieldSpec(
+                "exchange", "exchange", "shortstr", "", checks=(("regexp", "[a-zA-Z0-9_]{1,127}"),)
+            ),
             FieldSpec("routing-key", "routing_key", "shortstr", "", label="Message routing key."),
         )
 
@@ -3174,8 +3285,10 @@ class Basic:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0),
-            FieldSpec("queue", "queue", "shortstr", ""),
+            FieldSpec("ticket", "ticket", "short", 0, checks=(("ne", 0),)),
+            FieldSpec(
+                "queue", "queue", "shortstr", "", checks=(("regexp", "[a-zA-Z0-9_].{0,254}"),)
+            ),
             FieldSpec("no-ack", "no_ack", "bit", False),
         )
 
@@ -3246,9 +3359,11 @@ class Basic:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"server"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("delivery-tag", "delivery_tag", "longlong", 0),
+            FieldSpec("delivery-tag", "delivery_tag", "longlong", 0, checks=(("ne", 0),)),
             FieldSpec("redelivered", "redelivered", "bit", False),
-            FieldSpec("exchange", "exchange", "shortstr", ""),
+            FieldSpec(
+                "exchange", "exchange", "shortstr", "", checks=(("regexp", "[a-zA-Z0-9_]{1,127}"),)
+            ),
             FieldSpec("routing-key", "routing_key", "shortstr", "", label="Message routing key."),
             FieldSpec(
                 "message-count", "message_count", "long", 0, label="Number of messages pending."
@@ -3403,7 +3518,7 @@ class Basic:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("delivery-tag", "delivery_tag", "longlong", 0),
+            FieldSpec("delivery-tag", "delivery_tag", "longlong", 0, checks=(("ne", 0),)),
             FieldSpec("multiple", "multiple", "bit", False, label="Acknowledge multiple messages."),
         )
 
@@ -3460,7 +3575,7 @@ class Basic:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("delivery-tag", "delivery_tag", "longlong", 0),
+            FieldSpec("delivery-tag", "delivery_tag", "longlong", 0, checks=(("ne", 0),)),
             FieldSpec("requeue", "requeue", "bit", False, label="Requeue the message."),
         )
 
@@ -3689,8 +3804,10 @@ class File:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0),
-            FieldSpec("queue", "queue", "shortstr", ""),
+            FieldSpec("ticket", "ticket", "short", 0, checks=(("ne", 0),)),
+            FieldSpec(
+                "queue", "queue", "shortstr", "", checks=(("regexp", "[a-zA-Z0-9_].{0,254}"),)
+            ),
             FieldSpec("consumer-tag", "consumer_tag", "shortstr", ""),
             FieldSpec("no-local", "no_local", "bit", False),
             FieldSpec("no-ack", "no_ack", "bit", False),
@@ -4075,8 +4192,10 @@ class File:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0),
-            FieldSpec("exchange", "exchange", "shortstr", ""),
+            FieldSpec("ticket", "ticket", "short", 0, checks=(("ne", 0),)),
+            FieldSpec(
+                "exchange", "exchange", "shortstr", "", checks=(("regexp", "[a-zA-Z0-9_]{1,127}"),)
+            ),
             FieldSpec("routing-key", "routing_key", "shortstr", "", label="Message routing key."),
             FieldSpec("mandatory", "mandatory", "bit", False, label="Indicate mandatory routing."),
             FieldSpec("immediate", "immediate", "bit", False, label="Request immediate delivery."),
@@ -4204,9 +4323,11 @@ class File:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"server"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("reply-code", "reply_code", "short", 0),
-            FieldSpec("reply-text", "reply_text", "shortstr", ""),
-            FieldSpec("exchange", "exchange", "shortstr", ""),
+            FieldSpec("reply-code", "reply_code", "short", 0, checks=(("notnull", None),)),
+            FieldSpec("reply-text", "reply_text", "shortstr", "", checks=(("notnull", None),)),
+            FieldSpec(
+                "exchange", "exchange", "shortstr", "", checks=(("regexp", "[a-zA-Z0-9_]{1,127}"),)
+            ),
             FieldSpec("routing-key", "routing_key", "shortstr", "", label="Message routing key."),
         )
 
@@ -4302,9 +4423,11 @@ class File:
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
             FieldSpec("consumer-tag", "consumer_tag", "shortstr", ""),
-            FieldSpec("delivery-tag", "delivery_tag", "longlong", 0),
+            FieldSpec("delivery-tag", "delivery_tag", "longlong", 0, checks=(("ne", 0),)),
             FieldSpec("redelivered", "redelivered", "bit", False),
-            FieldSpec("exchange", "exchange", "shortstr", ""),
+            FieldSpec(
+                "exchange", "exchange", "shortstr", "", checks=(("regexp", "[a-zA-Z0-9_]{1,127}"),)
+            ),
             FieldSpec("routing-key", "routing_key", "shortstr", "", label="Message routing key."),
             FieldSpec("identifier", "identifier", "shortstr", "", label="Staging identifier."),
         )
@@ -4421,7 +4544,7 @@ class File:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("delivery-tag", "delivery_tag", "longlong", 0),
+            FieldSpec("delivery-tag", "delivery_tag", "longlong", 0, checks=(("ne", 0),)),
             FieldSpec("multiple", "multiple", "bit", False, label="Acknowledge multiple messages."),
         )
 
@@ -4478,7 +4601,7 @@ class File:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("delivery-tag", "delivery_tag", "longlong", 0),
+            FieldSpec("delivery-tag", "delivery_tag", "longlong", 0, checks=(("ne", 0),)),
             FieldSpec("requeue", "requeue", "bit", False, label="Requeue the message."),
         )
 
@@ -4673,8 +4796,10 @@ class Stream:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0),
-            FieldSpec("queue", "queue", "shortstr", ""),
+            FieldSpec("ticket", "ticket", "short", 0, checks=(("ne", 0),)),
+            FieldSpec(
+                "queue", "queue", "shortstr", "", checks=(("regexp", "[a-zA-Z0-9_].{0,254}"),)
+            ),
             FieldSpec("consumer-tag", "consumer_tag", "shortstr", ""),
             FieldSpec("no-local", "no_local", "bit", False),
             FieldSpec("exclusive", "exclusive", "bit", False, label="Request exclusive access."),
@@ -4909,8 +5034,10 @@ class Stream:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0),
-            FieldSpec("exchange", "exchange", "shortstr", ""),
+            FieldSpec("ticket", "ticket", "short", 0, checks=(("ne", 0),)),
+            FieldSpec(
+                "exchange", "exchange", "shortstr", "", checks=(("regexp", "[a-zA-Z0-9_]{1,127}"),)
+            ),
             FieldSpec("routing-key", "routing_key", "shortstr", "", label="Message routing key."),
             FieldSpec("mandatory", "mandatory", "bit", False, label="Indicate mandatory routing."),
             FieldSpec("immediate", "immediate", "bit", False, label="Request immediate delivery."),
@@ -5019,9 +5146,11 @@ class Stream:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"server"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("reply-code", "reply_code", "short", 0),
-            FieldSpec("reply-text", "reply_text", "shortstr", ""),
-            FieldSpec("exchange", "exchange", "shortstr", ""),
+            FieldSpec("reply-code", "reply_code", "short", 0, checks=(("notnull", None),)),
+            FieldSpec("reply-text", "reply_text", "shortstr", "", checks=(("notnull", None),)),
+            FieldSpec(
+                "exchange", "exchange", "shortstr", "", checks=(("regexp", "[a-zA-Z0-9_]{1,127}"),)
+            ),
             FieldSpec("routing-key", "routing_key", "shortstr", "", label="Message routing key."),
         )
 
@@ -5116,9 +5245,17 @@ class Stream:
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
             FieldSpec("consumer-tag", "consumer_tag", "shortstr", ""),
-            FieldSpec("delivery-tag", "delivery_tag", "longlong", 0),
-            FieldSpec("exchange", "exchange", "shortstr", ""),
-            FieldSpec("queue", "queue", "shortstr", ""),
+            FieldSpec("delivery-tag", "delivery_tag", "longlong", 0, checks=(("ne", 0),)),
+            FieldSpec(
+                "exchange", "exchange", "shortstr", "", checks=(("regexp", "[a-zA-Z0-9_]{1,127}"),)
+            ),
+            FieldSpec(
+                "queue",
+                "queue",
+                "shortstr",
+                "",
+                checks=(("regexp", "[a-zA-Z0-9_].{0,254}"), ("notnull", None)),
+            ),
         )
 
         consumer_tag: str = ""
@@ -5338,10 +5475,28 @@ class DtxDemarcation:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0, label="Access-ticket for specific realm."),
-            FieldSpec("xid", "xid", "longstr", b"", label="Transaction xid."),
-            FieldSpec("join", "join", "bit", False, label="Join with existing xid flag."),
-            FieldSpec("resume", "resume", "bit", False, label="Resume flag."),
+            FieldSpec(
+                "ticket",
+                "ticket",
+                "short",
+                0,
+                label="Access-ticket for specific realm.",
+                checks=(("ne", 0), ("notnull", None)),
+            ),
+            FieldSpec(
+                "xid", "xid", "longstr", b"", label="Transaction xid.", checks=(("notnull", None),)
+            ),
+            FieldSpec(
+                "join",
+                "join",
+                "bit",
+                False,
+                label="Join with existing xid flag.",
+                checks=(("notnull", None),),
+            ),
+            FieldSpec(
+                "resume", "resume", "bit", False, label="Resume flag.", checks=(("notnull", None),)
+            ),
         )
 
         ticket: int = 0
@@ -5429,10 +5584,28 @@ class DtxDemarcation:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0, label="Access-ticket for specific realm."),
-            FieldSpec("xid", "xid", "longstr", b"", label="Transaction xid."),
-            FieldSpec("fail", "fail", "bit", False, label="Failure flag."),
-            FieldSpec("suspend", "suspend", "bit", False, label="Temporary suspension flag."),
+            FieldSpec(
+                "ticket",
+                "ticket",
+                "short",
+                0,
+                label="Access-ticket for specific realm.",
+                checks=(("ne", 0), ("notnull", None)),
+            ),
+            FieldSpec(
+                "xid", "xid", "longstr", b"", label="Transaction xid.", checks=(("notnull", None),)
+            ),
+            FieldSpec(
+                "fail", "fail", "bit", False, label="Failure flag.", checks=(("notnull", None),)
+            ),
+            FieldSpec(
+                "suspend",
+                "suspend",
+                "bit",
+                False,
+                label="Temporary suspension flag.",
+                checks=(("notnull", None),),
+            ),
         )
 
         ticket: int = 0
@@ -5531,9 +5704,25 @@ class DtxCoordination:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0, label="Access-ticket for specific realm."),
-            FieldSpec("xid", "xid", "longstr", b"", label="Transaction xid."),
-            FieldSpec("one-phase", "one_phase", "bit", False, label="One-phase optimization flag."),
+            FieldSpec(
+                "ticket",
+                "ticket",
+                "short",
+                0,
+                label="Access-ticket for specific realm.",
+                checks=(("ne", 0), ("notnull", None)),
+            ),
+            FieldSpec(
+                "xid", "xid", "longstr", b"", label="Transaction xid.", checks=(("notnull", None),)
+            ),
+            FieldSpec(
+                "one-phase",
+                "one_phase",
+                "bit",
+                False,
+                label="One-phase optimization flag.",
+                checks=(("notnull", None),),
+            ),
         )
 
         ticket: int = 0
@@ -5608,8 +5797,17 @@ class DtxCoordination:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0, label="Access-ticket for specific realm."),
-            FieldSpec("xid", "xid", "longstr", b"", label="Transaction xid."),
+            FieldSpec(
+                "ticket",
+                "ticket",
+                "short",
+                0,
+                label="Access-ticket for specific realm.",
+                checks=(("ne", 0), ("notnull", None)),
+            ),
+            FieldSpec(
+                "xid", "xid", "longstr", b"", label="Transaction xid.", checks=(("notnull", None),)
+            ),
         )
 
         ticket: int = 0
@@ -5674,7 +5872,9 @@ class DtxCoordination:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("xid", "xid", "longstr", b"", label="Transaction xid."),
+            FieldSpec(
+                "xid", "xid", "longstr", b"", label="Transaction xid.", checks=(("notnull", None),)
+            ),
         )
 
         xid: bytes = b""
@@ -5725,8 +5925,17 @@ class DtxCoordination:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0, label="Access-ticket for specific realm."),
-            FieldSpec("xid", "xid", "longstr", b"", label="Transaction xid."),
+            FieldSpec(
+                "ticket",
+                "ticket",
+                "short",
+                0,
+                label="Access-ticket for specific realm.",
+                checks=(("ne", 0), ("notnull", None)),
+            ),
+            FieldSpec(
+                "xid", "xid", "longstr", b"", label="Transaction xid.", checks=(("notnull", None),)
+            ),
         )
 
         ticket: int = 0
@@ -5790,14 +5999,29 @@ class DtxCoordination:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0, label="Access-ticket for specific realm."),
-            FieldSpec("startscan", "startscan", "bit", False, label="Start recovery scan flag."),
+            FieldSpec(
+                "ticket",
+                "ticket",
+                "short",
+                0,
+                label="Access-ticket for specific realm.",
+                checks=(("ne", 0), ("notnull", None)),
+            ),
+            FieldSpec(
+                "startscan",
+                "startscan",
+                "bit",
+                False,
+                label="Start recovery scan flag.",
+                checks=(("notnull", None),),
+            ),
             FieldSpec(
                 "endscan",
                 "endscan",
                 "bit",
                 False,
                 label="Flag indicating end scan on return of xids.",
+                checks=(("notnull", None),),
             ),
         )
 
@@ -5875,8 +6099,17 @@ class DtxCoordination:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0, label="Access-ticket for specific realm."),
-            FieldSpec("xid", "xid", "longstr", b"", label="Transaction xid."),
+            FieldSpec(
+                "ticket",
+                "ticket",
+                "short",
+                0,
+                label="Access-ticket for specific realm.",
+                checks=(("ne", 0), ("notnull", None)),
+            ),
+            FieldSpec(
+                "xid", "xid", "longstr", b"", label="Transaction xid.", checks=(("notnull", None),)
+            ),
         )
 
         ticket: int = 0
@@ -5939,9 +6172,25 @@ class DtxCoordination:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0, label="Access-ticket for specific realm."),
-            FieldSpec("xid", "xid", "longstr", b"", label="Transaction xid."),
-            FieldSpec("timeout", "timeout", "long", 0, label="Dtx timeout in seconds."),
+            FieldSpec(
+                "ticket",
+                "ticket",
+                "short",
+                0,
+                label="Access-ticket for specific realm.",
+                checks=(("ne", 0), ("notnull", None)),
+            ),
+            FieldSpec(
+                "xid", "xid", "longstr", b"", label="Transaction xid.", checks=(("notnull", None),)
+            ),
+            FieldSpec(
+                "timeout",
+                "timeout",
+                "long",
+                0,
+                label="Dtx timeout in seconds.",
+                checks=(("notnull", None),),
+            ),
         )
 
         ticket: int = 0
@@ -6099,7 +6348,7 @@ class Message:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client", "server"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0, label="Access ticket."),
+            FieldSpec("ticket", "ticket", "short", 0, label="Access ticket.", checks=(("ne", 0),)),
             FieldSpec("destination", "destination", "shortstr", "", label="Message destination."),
             FieldSpec("confirm-mode", "confirm_mode", "octet", 0),
             FieldSpec("acquire-mode", "acquire_mode", "octet", 0),
@@ -6388,8 +6637,10 @@ class Message:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0),
-            FieldSpec("queue", "queue", "shortstr", ""),
+            FieldSpec("ticket", "ticket", "short", 0, checks=(("ne", 0),)),
+            FieldSpec(
+                "queue", "queue", "shortstr", "", checks=(("regexp", "[a-zA-Z0-9_].{0,254}"),)
+            ),
             FieldSpec(
                 "destination", "destination", "shortstr", "", label="Incoming message destination."
             ),
@@ -6583,8 +6834,10 @@ class Message:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0),
-            FieldSpec("queue", "queue", "shortstr", ""),
+            FieldSpec("ticket", "ticket", "short", 0, checks=(("ne", 0),)),
+            FieldSpec(
+                "queue", "queue", "shortstr", "", checks=(("regexp", "[a-zA-Z0-9_].{0,254}"),)
+            ),
             FieldSpec("destination", "destination", "shortstr", ""),
             FieldSpec("no-ack", "no_ack", "bit", False),
         )
@@ -7426,7 +7679,7 @@ class Binding:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 0),
+            FieldSpec("ticket", "ticket", "short", 0, checks=(("ne", 0),)),
             FieldSpec("exchange", "exchange", "shortstr", "", label="The exchange name."),
             FieldSpec("queue", "queue", "shortstr", "", label="A queue name."),
             FieldSpec("routing-key", "routing_key", "shortstr", "", label="A routing-key."),

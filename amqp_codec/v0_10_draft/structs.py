@@ -78,7 +78,13 @@ class ReplyTo(PackedStruct):
     SIZE_WIDTH: ClassVar[int] = 2
     PACK_WIDTH: ClassVar[int] = 2
     FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-        FieldSpec("exchange-name", "exchange_name", "shortstr", ""),
+        FieldSpec(
+            "exchange-name",
+            "exchange_name",
+            "shortstr",
+            "",
+            checks=(("regexp", "[a-zA-Z0-9_]{1,127}"),),
+        ),
         FieldSpec("routing-key", "routing_key", "shortstr", ""),
     )
 
@@ -162,7 +168,14 @@ class DeliveryProperties(PackedStruct):
         FieldSpec(
             "expiration", "expiration", "timestamp", Timestamp(0), label="Message expiration time."
         ),
-        FieldSpec("exchange", "exchange", "shortstr", "", label="Originating exchange."),
+        FieldSpec(
+            "exchange",
+            "exchange",
+            "shortstr",
+            "",
+            label="Originating exchange.",
+            checks=(("regexp", "[a-zA-Z0-9_]{1,127}"),),
+        ),
         FieldSpec("routing-key", "routing_key", "shortstr", "", label="Message routing key."),
     )
 
@@ -803,8 +816,20 @@ class QueueQueryResult(PackedStruct):
     SIZE_WIDTH: ClassVar[int] = 4
     PACK_WIDTH: ClassVar[int] = 2
     FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-        FieldSpec("queue", "queue", "shortstr", ""),
-        FieldSpec("alternate-exchange", "alternate_exchange", "shortstr", ""),
+        FieldSpec(
+            "queue",
+            "queue",
+            "shortstr",
+            "",
+            checks=(("regexp", "[a-zA-Z0-9_].{0,254}"), ("notnull", None)),
+        ),
+        FieldSpec(
+            "alternate-exchange",
+            "alternate_exchange",
+            "shortstr",
+            "",
+            checks=(("regexp", "[a-zA-Z0-9_]{1,127}"),),
+        ),
         FieldSpec("durable", "durable", "bit", False),
         FieldSpec("exclusive", "exclusive", "bit", False),
         FieldSpec("auto-delete", "auto_delete", "bit", False),
@@ -952,7 +977,9 @@ class DtxDemarcationStartResult(PackedStruct):
     SIZE_WIDTH: ClassVar[int] = 4
     PACK_WIDTH: ClassVar[int] = 2
     FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-        FieldSpec("status", "status", "short", 0, label="Status code."),
+        FieldSpec(
+            "status", "status", "short", 0, label="Status code.", checks=(("notnull", None),)
+        ),
     )
 
     status: int | None = None
@@ -1028,7 +1055,9 @@ class DtxDemarcationEndResult(PackedStruct):
     SIZE_WIDTH: ClassVar[int] = 4
     PACK_WIDTH: ClassVar[int] = 2
     FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-        FieldSpec("status", "status", "short", 0, label="Status code."),
+        FieldSpec(
+            "status", "status", "short", 0, label="Status code.", checks=(("notnull", None),)
+        ),
     )
 
     status: int | None = None
@@ -1103,7 +1132,9 @@ class DtxCoordinationCommitResult(PackedStruct):
     SIZE_WIDTH: ClassVar[int] = 4
     PACK_WIDTH: ClassVar[int] = 2
     FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-        FieldSpec("status", "status", "short", 0, label="Status code."),
+        FieldSpec(
+            "status", "status", "short", 0, label="Status code.", checks=(("notnull", None),)
+        ),
     )
 
     status: int | None = None
@@ -1191,7 +1222,14 @@ class DtxCoordinationGetTimeoutResult(PackedStruct):
     SIZE_WIDTH: ClassVar[int] = 4
     PACK_WIDTH: ClassVar[int] = 2
     FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-        FieldSpec("timeout", "timeout", "long", 0, label="The current transaction timeout value."),
+        FieldSpec(
+            "timeout",
+            "timeout",
+            "long",
+            0,
+            label="The current transaction timeout value.",
+            checks=(("notnull", None),),
+        ),
     )
 
     timeout: int | None = None
@@ -1262,7 +1300,9 @@ class DtxCoordinationPrepareResult(PackedStruct):
     SIZE_WIDTH: ClassVar[int] = 4
     PACK_WIDTH: ClassVar[int] = 2
     FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-        FieldSpec("status", "status", "short", 0, label="Status code."),
+        FieldSpec(
+            "status", "status", "short", 0, label="Status code.", checks=(("notnull", None),)
+        ),
     )
 
     status: int | None = None
@@ -1341,7 +1381,12 @@ class DtxCoordinationRecoverResult(PackedStruct):
     PACK_WIDTH: ClassVar[int] = 2
     FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
         FieldSpec(
-            "in-doubt", "in_doubt", "array", EMPTY_ARRAY, label="Array of xids to be recovered."
+            "in-doubt",
+            "in_doubt",
+            "array",
+            EMPTY_ARRAY,
+            label="Array of xids to be recovered.",
+            checks=(("notnull", None),),
         ),
     )
 
@@ -1408,7 +1453,9 @@ class DtxCoordinationRollbackResult(PackedStruct):
     SIZE_WIDTH: ClassVar[int] = 4
     PACK_WIDTH: ClassVar[int] = 2
     FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-        FieldSpec("status", "status", "short", 0, label="Status code."),
+        FieldSpec(
+            "status", "status", "short", 0, label="Status code.", checks=(("notnull", None),)
+        ),
     )
 
     status: int | None = None

@@ -111,9 +111,15 @@ class Connection:
                 "longstr",
                 b"PLAIN",
                 label="Available security mechanisms.",
+                checks=(("notnull", None),),
             ),
             FieldSpec(
-                "locales", "locales", "longstr", b"en_US", label="Available message locales."
+                "locales",
+                "locales",
+                "longstr",
+                b"en_US",
+                label="Available message locales.",
+                checks=(("notnull", None),),
             ),
         )
 
@@ -220,10 +226,29 @@ class Connection:
                 label="Client properties.",
             ),
             FieldSpec(
-                "mechanism", "mechanism", "shortstr", "PLAIN", label="Selected security mechanism."
+                "mechanism",
+                "mechanism",
+                "shortstr",
+                "PLAIN",
+                label="Selected security mechanism.",
+                checks=(("notnull", None),),
             ),
-            FieldSpec("response", "response", "longstr", b"", label="Security response data."),
-            FieldSpec("locale", "locale", "shortstr", "en_US", label="Selected message locale."),
+            FieldSpec(
+                "response",
+                "response",
+                "longstr",
+                b"",
+                label="Security response data.",
+                checks=(("notnull", None),),
+            ),
+            FieldSpec(
+                "locale",
+                "locale",
+                "shortstr",
+                "en_US",
+                label="Selected message locale.",
+                checks=(("notnull", None),),
+            ),
         )
 
         client_properties: Mapping[str, Any] = field(default_factory=FieldTable)
@@ -376,7 +401,14 @@ class Connection:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("response", "response", "longstr", b"", label="Security response data."),
+            FieldSpec(
+                "response",
+                "response",
+                "longstr",
+                b"",
+                label="Security response data.",
+                checks=(("notnull", None),),
+            ),
         )
 
         response: bytes = b""
@@ -501,7 +533,12 @@ class Connection:
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
             FieldSpec(
-                "channel-max", "channel_max", "short", 0, label="Negotiated maximum channels."
+                "channel-max",
+                "channel_max",
+                "short",
+                0,
+                label="Negotiated maximum channels.",
+                checks=(("notnull", None), ("le", "tune.channel max")),
             ),
             FieldSpec("frame-max", "frame_max", "long", 0, label="Negotiated maximum frame size."),
             FieldSpec("heartbeat", "heartbeat", "short", 0, label="Desired heartbeat delay."),
@@ -578,7 +615,19 @@ class Connection:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("virtual-host", "virtual_host", "shortstr", "/", label="Virtual host name."),
+            FieldSpec(
+                "virtual-host",
+                "virtual_host",
+                "shortstr",
+                "/",
+                label="Virtual host name.",
+                checks=(
+                    ("notnull", None),
+                    ("syntax", "path"),
+                    ("length", 127),
+                    ("regexp", "^[a-zA-Z0-9/-_]+$"),
+                ),
+            ),
             FieldSpec(
                 "capabilities", "capabilities", "shortstr", "", label="Required capabilities."
             ),
@@ -718,7 +767,14 @@ class Connection:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"server"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("host", "host", "shortstr", "", label="Server to connect to."),
+            FieldSpec(
+                "host",
+                "host",
+                "shortstr",
+                "",
+                label="Server to connect to.",
+                checks=(("notnull", None),),
+            ),
             FieldSpec("known-hosts", "known_hosts", "shortstr", ""),
         )
 
@@ -793,8 +849,8 @@ class Connection:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client", "server"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("reply-code", "reply_code", "short", 0),
-            FieldSpec("reply-text", "reply_text", "shortstr", ""),
+            FieldSpec("reply-code", "reply_code", "short", 0, checks=(("notnull", None),)),
+            FieldSpec("reply-text", "reply_text", "shortstr", "", checks=(("notnull", None),)),
             FieldSpec("class-id", "class_id", "short", 0, label="Failing method class."),
             FieldSpec("method-id", "method_id", "short", 0, label="Failing method ID."),
         )
@@ -907,7 +963,14 @@ class Channel:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("out-of-band", "out_of_band", "shortstr", "", label="Out-of-band settings."),
+            FieldSpec(
+                "out-of-band",
+                "out_of_band",
+                "shortstr",
+                "",
+                label="Out-of-band settings.",
+                checks=(("null", None),),
+            ),
         )
 
         out_of_band: str = ""
@@ -1085,8 +1148,8 @@ class Channel:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"server"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("reply-code", "reply_code", "short", 0),
-            FieldSpec("reply-text", "reply_text", "shortstr", ""),
+            FieldSpec("reply-code", "reply_code", "short", 0, checks=(("notnull", None),)),
+            FieldSpec("reply-text", "reply_text", "shortstr", "", checks=(("notnull", None),)),
             FieldSpec(
                 "details",
                 "details",
@@ -1168,8 +1231,8 @@ class Channel:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client", "server"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("reply-code", "reply_code", "short", 0),
-            FieldSpec("reply-text", "reply_text", "shortstr", ""),
+            FieldSpec("reply-code", "reply_code", "short", 0, checks=(("notnull", None),)),
+            FieldSpec("reply-text", "reply_text", "shortstr", "", checks=(("notnull", None),)),
             FieldSpec("class-id", "class_id", "short", 0, label="Failing method class."),
             FieldSpec("method-id", "method_id", "short", 0, label="Failing method ID."),
         )
@@ -1287,7 +1350,14 @@ class Access:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("realm", "realm", "shortstr", "/data", label="Name of requested realm."),
+            FieldSpec(
+                "realm",
+                "realm",
+                "shortstr",
+                "/data",
+                label="Name of requested realm.",
+                checks=(("notnull", None), ("syntax", "path"), ("length", 127)),
+            ),
             FieldSpec("exclusive", "exclusive", "bit", False, label="Request exclusive access."),
             FieldSpec("passive", "passive", "bit", True, label="Request passive access."),
             FieldSpec("active", "active", "bit", True, label="Request active access."),
@@ -1403,7 +1473,9 @@ class Access:
         HAS_CONTENT: ClassVar[bool] = False
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"server"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
-        FIELDS: ClassVar[tuple[FieldSpec, ...]] = (FieldSpec("ticket", "ticket", "short", 1),)
+        FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
+            FieldSpec("ticket", "ticket", "short", 1, checks=(("ne", 0),)),
+        )
 
         ticket: int = 1
         """Encoding takes an int in 0..65535.
@@ -1451,9 +1523,22 @@ class Exchange:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 1),
-            FieldSpec("exchange", "exchange", "shortstr", ""),
-            FieldSpec("type", "type", "shortstr", "direct", label="Exchange type."),
+            FieldSpec("ticket", "ticket", "short", 1, checks=(("ne", 0),)),
+            FieldSpec(
+                "exchange",
+                "exchange",
+                "shortstr",
+                "",
+                checks=(("length", 127), ("regexp", "^[a-zA-Z0-9-_.:]+$")),
+            ),
+            FieldSpec(
+                "type",
+                "type",
+                "shortstr",
+                "direct",
+                label="Exchange type.",
+                checks=(("regexp", "^[a-zA-Z0-9-_.:]+$"),),
+            ),
             FieldSpec("passive", "passive", "bit", False, label="Do not create exchange."),
             FieldSpec("durable", "durable", "bit", False, label="Request a durable exchange."),
             FieldSpec("auto-delete", "auto_delete", "bit", False, label="Auto-delete when unused."),
@@ -1652,8 +1737,10 @@ class Exchange:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 1),
-            FieldSpec("exchange", "exchange", "shortstr", ""),
+            FieldSpec("ticket", "ticket", "short", 1, checks=(("ne", 0),)),
+            FieldSpec(
+                "exchange", "exchange", "shortstr", "", checks=(("length", 127), ("notnull", None))
+            ),
             FieldSpec("if-unused", "if_unused", "bit", False, label="Delete only if unused."),
             FieldSpec("nowait", "nowait", "bit", False, label="Do not send a reply method."),
         )
@@ -1778,8 +1865,14 @@ class Queue:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 1),
-            FieldSpec("queue", "queue", "shortstr", ""),
+            FieldSpec("ticket", "ticket", "short", 1, checks=(("ne", 0),)),
+            FieldSpec(
+                "queue",
+                "queue",
+                "shortstr",
+                "",
+                checks=(("length", 127), ("regexp", "^[a-zA-Z0-9-_.:]*$")),
+            ),
             FieldSpec("passive", "passive", "bit", False, label="Do not create queue."),
             FieldSpec("durable", "durable", "bit", False, label="Request a durable queue."),
             FieldSpec("exclusive", "exclusive", "bit", False, label="Request an exclusive queue."),
@@ -1938,7 +2031,9 @@ class Queue:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"server"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("queue", "queue", "shortstr", ""),
+            FieldSpec(
+                "queue", "queue", "shortstr", "", checks=(("length", 127), ("notnull", None))
+            ),
             FieldSpec(
                 "message-count", "message_count", "long", 0, label="Number of messages in queue."
             ),
@@ -2021,10 +2116,15 @@ class Queue:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 1),
-            FieldSpec("queue", "queue", "shortstr", ""),
+            FieldSpec("ticket", "ticket", "short", 1, checks=(("ne", 0),)),
+            FieldSpec("queue", "queue", "shortstr", "", checks=(("length", 127),)),
             FieldSpec(
-                "exchange", "exchange", "shortstr", "", label="The name of the exchange to bind to."
+                "exchange",
+                "exchange",
+                "shortstr",
+                "",
+                label="The name of the exchange to bind to.",
+                checks=(("length", 127),),
             ),
             FieldSpec("routing-key", "routing_key", "shortstr", "", label="Message routing key."),
             FieldSpec("nowait", "nowait", "bit", False, label="Do not send a reply method."),
@@ -2188,8 +2288,8 @@ class Queue:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 1),
-            FieldSpec("queue", "queue", "shortstr", ""),
+            FieldSpec("ticket", "ticket", "short", 1, checks=(("ne", 0),)),
+            FieldSpec("queue", "queue", "shortstr", "", checks=(("length", 127),)),
             FieldSpec("nowait", "nowait", "bit", False, label="Do not send a reply method."),
         )
 
@@ -2317,8 +2417,8 @@ class Queue:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 1),
-            FieldSpec("queue", "queue", "shortstr", ""),
+            FieldSpec("ticket", "ticket", "short", 1, checks=(("ne", 0),)),
+            FieldSpec("queue", "queue", "shortstr", "", checks=(("length", 127),)),
             FieldSpec("if-unused", "if_unused", "bit", False, label="Delete only if unused."),
             FieldSpec("if-empty", "if_empty", "bit", False, label="Delete only if empty."),
             FieldSpec("nowait", "nowait", "bit", False, label="Do not send a reply method."),
@@ -2470,14 +2570,22 @@ class Queue:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 1),
-            FieldSpec("queue", "queue", "shortstr", "", label="The name of the queue to unbind."),
+            FieldSpec("ticket", "ticket", "short", 1, checks=(("ne", 0),)),
+            FieldSpec(
+                "queue",
+                "queue",
+                "shortstr",
+                "",
+                label="The name of the queue to unbind.",
+                checks=(("length", 127),),
+            ),
             FieldSpec(
                 "exchange",
                 "exchange",
                 "shortstr",
                 "",
                 label="The name of the exchange to unbind from.",
+                checks=(("length", 127),),
             ),
             FieldSpec(
                 "routing-key", "routing_key", "shortstr", "", label="Routing key of binding."
@@ -2737,8 +2845,8 @@ class Basic:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 1),
-            FieldSpec("queue", "queue", "shortstr", ""),
+            FieldSpec("ticket", "ticket", "short", 1, checks=(("ne", 0),)),
+            FieldSpec("queue", "queue", "shortstr", "", checks=(("length", 127),)),
             FieldSpec("consumer-tag", "consumer_tag", "shortstr", ""),
             FieldSpec("no-local", "no_local", "bit", False),
             FieldSpec("no-ack", "no_ack", "bit", False),
@@ -3030,8 +3138,8 @@ class Basic:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 1),
-            FieldSpec("exchange", "exchange", "shortstr", ""),
+            FieldSpec("ticket", "ticket", "short", 1, checks=(("ne", 0),)),
+            FieldSpec("exchange", "exchange", "shortstr", "", checks=(("length", 127),)),
             FieldSpec("routing-key", "routing_key", "shortstr", "", label="Message routing key."),
             FieldSpec("mandatory", "mandatory", "bit", False, label="Indicate mandatory routing."),
             FieldSpec("immediate", "immediate", "bit", False, label="Request immediate delivery."),
@@ -3142,9 +3250,9 @@ class Basic:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"server"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("reply-code", "reply_code", "short", 0),
-            FieldSpec("reply-text", "reply_text", "shortstr", ""),
-            FieldSpec("exchange", "exchange", "shortstr", ""),
+            FieldSpec("reply-code", "reply_code", "short", 0, checks=(("notnull", None),)),
+            FieldSpec("reply-text", "reply_text", "shortstr", "", checks=(("notnull", None),)),
+            FieldSpec("exchange", "exchange", "shortstr", "", checks=(("length", 127),)),
             FieldSpec("routing-key", "routing_key", "shortstr", "", label="Message routing key."),
         )
 
@@ -3241,7 +3349,7 @@ class Basic:
             FieldSpec("consumer-tag", "consumer_tag", "shortstr", ""),
             FieldSpec("delivery-tag", "delivery_tag", "longlong", 0),
             FieldSpec("redelivered", "redelivered", "bit", False),
-            FieldSpec("exchange", "exchange", "shortstr", ""),
+            FieldSpec("exchange", "exchange", "shortstr", "", checks=(("length", 127),)),
             FieldSpec("routing-key", "routing_key", "shortstr", "", label="Message routing key."),
         )
 
@@ -3336,8 +3444,8 @@ class Basic:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 1),
-            FieldSpec("queue", "queue", "shortstr", ""),
+            FieldSpec("ticket", "ticket", "short", 1, checks=(("ne", 0),)),
+            FieldSpec("queue", "queue", "shortstr", "", checks=(("length", 127),)),
             FieldSpec("no-ack", "no_ack", "bit", False),
         )
 
@@ -3410,7 +3518,7 @@ class Basic:
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
             FieldSpec("delivery-tag", "delivery_tag", "longlong", 0),
             FieldSpec("redelivered", "redelivered", "bit", False),
-            FieldSpec("exchange", "exchange", "shortstr", ""),
+            FieldSpec("exchange", "exchange", "shortstr", "", checks=(("length", 127),)),
             FieldSpec("routing-key", "routing_key", "shortstr", "", label="Message routing key."),
             FieldSpec(
                 "message-count", "message_count", "long", 0, label="Number of messages pending."
@@ -3909,8 +4017,8 @@ class File:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 1),
-            FieldSpec("queue", "queue", "shortstr", ""),
+            FieldSpec("ticket", "ticket", "short", 1, checks=(("ne", 0),)),
+            FieldSpec("queue", "queue", "shortstr", "", checks=(("length", 127),)),
             FieldSpec("consumer-tag", "consumer_tag", "shortstr", ""),
             FieldSpec("no-local", "no_local", "bit", False),
             FieldSpec("no-ack", "no_ack", "bit", False),
@@ -4352,8 +4460,8 @@ class File:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 1),
-            FieldSpec("exchange", "exchange", "shortstr", ""),
+            FieldSpec("ticket", "ticket", "short", 1, checks=(("ne", 0),)),
+            FieldSpec("exchange", "exchange", "shortstr", "", checks=(("length", 127),)),
             FieldSpec("routing-key", "routing_key", "shortstr", "", label="Message routing key."),
             FieldSpec("mandatory", "mandatory", "bit", False, label="Indicate mandatory routing."),
             FieldSpec("immediate", "immediate", "bit", False, label="Request immediate delivery."),
@@ -4484,9 +4592,9 @@ class File:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"server"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("reply-code", "reply_code", "short", 200),
-            FieldSpec("reply-text", "reply_text", "shortstr", ""),
-            FieldSpec("exchange", "exchange", "shortstr", ""),
+            FieldSpec("reply-code", "reply_code", "short", 200, checks=(("notnull", None),)),
+            FieldSpec("reply-text", "reply_text", "shortstr", "", checks=(("notnull", None),)),
+            FieldSpec("exchange", "exchange", "shortstr", "", checks=(("length", 127),)),
             FieldSpec("routing-key", "routing_key", "shortstr", "", label="Message routing key."),
         )
 
@@ -4583,7 +4691,7 @@ class File:
             FieldSpec("consumer-tag", "consumer_tag", "shortstr", ""),
             FieldSpec("delivery-tag", "delivery_tag", "longlong", 0),
             FieldSpec("redelivered", "redelivered", "bit", False),
-            FieldSpec("exchange", "exchange", "shortstr", ""),
+            FieldSpec("exchange", "exchange", "shortstr", "", checks=(("length", 127),)),
             FieldSpec("routing-key", "routing_key", "shortstr", "", label="Message routing key."),
             FieldSpec("identifier", "identifier", "shortstr", "", label="Staging identifier."),
         )
@@ -4952,8 +5060,8 @@ class Stream:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 1),
-            FieldSpec("queue", "queue", "shortstr", ""),
+            FieldSpec("ticket", "ticket", "short", 1, checks=(("ne", 0),)),
+            FieldSpec("queue", "queue", "shortstr", "", checks=(("length", 127),)),
             FieldSpec("consumer-tag", "consumer_tag", "shortstr", ""),
             FieldSpec("no-local", "no_local", "bit", False),
             FieldSpec("exclusive", "exclusive", "bit", False, label="Request exclusive access."),
@@ -5243,8 +5351,8 @@ class Stream:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("ticket", "ticket", "short", 1),
-            FieldSpec("exchange", "exchange", "shortstr", ""),
+            FieldSpec("ticket", "ticket", "short", 1, checks=(("ne", 0),)),
+            FieldSpec("exchange", "exchange", "shortstr", "", checks=(("length", 127),)),
             FieldSpec("routing-key", "routing_key", "shortstr", "", label="Message routing key."),
             FieldSpec("mandatory", "mandatory", "bit", False, label="Indicate mandatory routing."),
             FieldSpec("immediate", "immediate", "bit", False, label="Request immediate delivery."),
@@ -5355,9 +5463,9 @@ class Stream:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"server"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("reply-code", "reply_code", "short", 200),
-            FieldSpec("reply-text", "reply_text", "shortstr", ""),
-            FieldSpec("exchange", "exchange", "shortstr", ""),
+            FieldSpec("reply-code", "reply_code", "short", 200, checks=(("notnull", None),)),
+            FieldSpec("reply-text", "reply_text", "shortstr", "", checks=(("notnull", None),)),
+            FieldSpec("exchange", "exchange", "shortstr", "", checks=(("length", 127),)),
             FieldSpec("routing-key", "routing_key", "shortstr", "", label="Message routing key."),
         )
 
@@ -5453,8 +5561,10 @@ class Stream:
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
             FieldSpec("consumer-tag", "consumer_tag", "shortstr", ""),
             FieldSpec("delivery-tag", "delivery_tag", "longlong", 0),
-            FieldSpec("exchange", "exchange", "shortstr", ""),
-            FieldSpec("queue", "queue", "shortstr", ""),
+            FieldSpec("exchange", "exchange", "shortstr", "", checks=(("length", 127),)),
+            FieldSpec(
+                "queue", "queue", "shortstr", "", checks=(("length", 127), ("notnull", None))
+            ),
         )
 
         consumer_tag: str = ""
@@ -5781,7 +5891,12 @@ class Dtx:
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
             FieldSpec(
-                "dtx-identifier", "dtx_identifier", "shortstr", "", label="Transaction identifier."
+                "dtx-identifier",
+                "dtx_identifier",
+                "shortstr",
+                "",
+                label="Transaction identifier.",
+                checks=(("notnull", None),),
             ),
         )
 
@@ -5943,7 +6058,14 @@ class Test:
             FieldSpec("integer-2", "integer_2", "short", 0, label="Short test value."),
             FieldSpec("integer-3", "integer_3", "long", 0, label="Long test value."),
             FieldSpec("integer-4", "integer_4", "longlong", 0, label="Long-long test value."),
-            FieldSpec("operation", "operation", "octet", 0, label="Operation to test."),
+            FieldSpec(
+                "operation",
+                "operation",
+                "octet",
+                0,
+                label="Operation to test.",
+                checks=(("enum", (0, 1, 2)),),
+            ),
         )
 
         integer_1: int = 0
@@ -6080,7 +6202,14 @@ class Test:
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
             FieldSpec("string-1", "string_1", "shortstr", "", label="Short string test value."),
             FieldSpec("string-2", "string_2", "longstr", b"", label="Long string test value."),
-            FieldSpec("operation", "operation", "octet", 0, label="Operation to test."),
+            FieldSpec(
+                "operation",
+                "operation",
+                "octet",
+                0,
+                label="Operation to test.",
+                checks=(("enum", (0, 1, 2)),),
+            ),
         )
 
         string_1: str = ""
@@ -6209,9 +6338,21 @@ class Test:
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
             FieldSpec("table", "table", "table", EMPTY_TABLE, label="Field table of test values."),
             FieldSpec(
-                "integer-op", "integer_op", "octet", 0, label="Operation to test on integers."
+                "integer-op",
+                "integer_op",
+                "octet",
+                0,
+                label="Operation to test on integers.",
+                checks=(("enum", (0, 1, 2)),),
             ),
-            FieldSpec("string-op", "string_op", "octet", 0, label="Operation to test on strings."),
+            FieldSpec(
+                "string-op",
+                "string_op",
+                "octet",
+                0,
+                label="Operation to test on strings.",
+                checks=(("enum", (0, 1, 2)),),
+            ),
         )
 
         table: Mapping[str, Any] = field(default_factory=FieldTable)

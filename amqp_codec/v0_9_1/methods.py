@@ -101,9 +101,15 @@ class Connection:
                 "longstr",
                 b"PLAIN",
                 label="Available security mechanisms.",
+                checks=(("notnull", None),),
             ),
             FieldSpec(
-                "locales", "locales", "longstr", b"en_US", label="Available message locales."
+                "locales",
+                "locales",
+                "longstr",
+                b"en_US",
+                label="Available message locales.",
+                checks=(("notnull", None),),
             ),
         )
 
@@ -207,10 +213,29 @@ class Connection:
                 label="Client properties.",
             ),
             FieldSpec(
-                "mechanism", "mechanism", "shortstr", "PLAIN", label="Selected security mechanism."
+                "mechanism",
+                "mechanism",
+                "shortstr",
+                "PLAIN",
+                label="Selected security mechanism.",
+                checks=(("notnull", None),),
             ),
-            FieldSpec("response", "response", "longstr", b"", label="Security response data."),
-            FieldSpec("locale", "locale", "shortstr", "en_US", label="Selected message locale."),
+            FieldSpec(
+                "response",
+                "response",
+                "longstr",
+                b"",
+                label="Security response data.",
+                checks=(("notnull", None),),
+            ),
+            FieldSpec(
+                "locale",
+                "locale",
+                "shortstr",
+                "en_US",
+                label="Selected message locale.",
+                checks=(("notnull", None),),
+            ),
         )
 
         client_properties: Mapping[str, Any] = field(default_factory=FieldTable)
@@ -361,7 +386,14 @@ class Connection:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("response", "response", "longstr", b"", label="Security response data."),
+            FieldSpec(
+                "response",
+                "response",
+                "longstr",
+                b"",
+                label="Security response data.",
+                checks=(("notnull", None),),
+            ),
         )
 
         response: bytes = b""
@@ -485,7 +517,12 @@ class Connection:
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
             FieldSpec(
-                "channel-max", "channel_max", "short", 0, label="Negotiated maximum channels."
+                "channel-max",
+                "channel_max",
+                "short",
+                0,
+                label="Negotiated maximum channels.",
+                checks=(("notnull", None), ("le", "tune.channel-max")),
             ),
             FieldSpec("frame-max", "frame_max", "long", 0, label="Negotiated maximum frame size."),
             FieldSpec("heartbeat", "heartbeat", "short", 0, label="Desired heartbeat delay."),
@@ -561,7 +598,14 @@ class Connection:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("virtual-host", "virtual_host", "shortstr", "/", label="Virtual host name."),
+            FieldSpec(
+                "virtual-host",
+                "virtual_host",
+                "shortstr",
+                "/",
+                label="Virtual host name.",
+                checks=(("notnull", None), ("length", 127)),
+            ),
             FieldSpec("reserved-1", "reserved_1", "shortstr", "", reserved=True),
             FieldSpec("reserved-2", "reserved_2", "bit", False, reserved=True),
         )
@@ -684,8 +728,8 @@ class Connection:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client", "server"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("reply-code", "reply_code", "short", 0),
-            FieldSpec("reply-text", "reply_text", "shortstr", ""),
+            FieldSpec("reply-code", "reply_code", "short", 0, checks=(("notnull", None),)),
+            FieldSpec("reply-text", "reply_text", "shortstr", "", checks=(("notnull", None),)),
             FieldSpec("class-id", "class_id", "short", 0, label="Failing method class."),
             FieldSpec("method-id", "method_id", "short", 0, label="Failing method ID."),
         )
@@ -1155,8 +1199,8 @@ class Channel:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"client", "server"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("reply-code", "reply_code", "short", 0),
-            FieldSpec("reply-text", "reply_text", "shortstr", ""),
+            FieldSpec("reply-code", "reply_code", "short", 0, checks=(("notnull", None),)),
+            FieldSpec("reply-text", "reply_text", "shortstr", "", checks=(("notnull", None),)),
             FieldSpec("class-id", "class_id", "short", 0, label="Failing method class."),
             FieldSpec("method-id", "method_id", "short", 0, label="Failing method ID."),
         )
@@ -1417,7 +1461,13 @@ class Exchange:
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
             FieldSpec("reserved-1", "reserved_1", "short", 0, reserved=True),
-            FieldSpec("exchange", "exchange", "shortstr", ""),
+            FieldSpec(
+                "exchange",
+                "exchange",
+                "shortstr",
+                "",
+                checks=(("length", 127), ("regexp", "^[a-zA-Z0-9-_.:]*$"), ("notnull", None)),
+            ),
             FieldSpec("type", "type", "shortstr", "direct", label="Exchange type."),
             FieldSpec("passive", "passive", "bit", False, label="Do not create exchange."),
             FieldSpec("durable", "durable", "bit", False, label="Request a durable exchange."),
@@ -1598,7 +1648,13 @@ class Exchange:
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
             FieldSpec("reserved-1", "reserved_1", "short", 0, reserved=True),
-            FieldSpec("exchange", "exchange", "shortstr", ""),
+            FieldSpec(
+                "exchange",
+                "exchange",
+                "shortstr",
+                "",
+                checks=(("length", 127), ("regexp", "^[a-zA-Z0-9-_.:]*$"), ("notnull", None)),
+            ),
             FieldSpec("if-unused", "if_unused", "bit", False, label="Delete only if unused."),
             FieldSpec("no-wait", "no_wait", "bit", False),
         )
@@ -1705,9 +1761,15 @@ class Exchange:
                 "shortstr",
                 "",
                 label="Name of the destination exchange to bind to.",
+                checks=(("length", 127), ("regexp", "^[a-zA-Z0-9-_.:]*$")),
             ),
             FieldSpec(
-                "source", "source", "shortstr", "", label="Name of the source exchange to bind to."
+                "source",
+                "source",
+                "shortstr",
+                "",
+                label="Name of the source exchange to bind to.",
+                checks=(("length", 127), ("regexp", "^[a-zA-Z0-9-_.:]*$")),
             ),
             FieldSpec("routing-key", "routing_key", "shortstr", "", label="Message routing key."),
             FieldSpec("no-wait", "no_wait", "bit", False),
@@ -1854,8 +1916,20 @@ class Exchange:
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
             FieldSpec("reserved-1", "reserved_1", "short", 0, reserved=True),
-            FieldSpec("destination", "destination", "shortstr", ""),
-            FieldSpec("source", "source", "shortstr", ""),
+            FieldSpec(
+                "destination",
+                "destination",
+                "shortstr",
+                "",
+                checks=(("length", 127), ("regexp", "^[a-zA-Z0-9-_.:]*$")),
+            ),
+            FieldSpec(
+                "source",
+                "source",
+                "shortstr",
+                "",
+                checks=(("length", 127), ("regexp", "^[a-zA-Z0-9-_.:]*$")),
+            ),
             FieldSpec(
                 "routing-key", "routing_key", "shortstr", "", label="Routing key of binding."
             ),
@@ -2009,7 +2083,13 @@ class Queue:
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
             FieldSpec("reserved-1", "reserved_1", "short", 0, reserved=True),
-            FieldSpec("queue", "queue", "shortstr", ""),
+            FieldSpec(
+                "queue",
+                "queue",
+                "shortstr",
+                "",
+                checks=(("length", 127), ("regexp", "^[a-zA-Z0-9-_.:]*$")),
+            ),
             FieldSpec("passive", "passive", "bit", False, label="Do not create queue."),
             FieldSpec("durable", "durable", "bit", False, label="Request a durable queue."),
             FieldSpec("exclusive", "exclusive", "bit", False, label="Request an exclusive queue."),
@@ -2150,7 +2230,13 @@ class Queue:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"server"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("queue", "queue", "shortstr", ""),
+            FieldSpec(
+                "queue",
+                "queue",
+                "shortstr",
+                "",
+                checks=(("length", 127), ("regexp", "^[a-zA-Z0-9-_.:]*$"), ("notnull", None)),
+            ),
             FieldSpec("message-count", "message_count", "long", 0),
             FieldSpec("consumer-count", "consumer_count", "long", 0, label="Number of consumers."),
         )
@@ -2226,9 +2312,20 @@ class Queue:
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
             FieldSpec("reserved-1", "reserved_1", "short", 0, reserved=True),
-            FieldSpec("queue", "queue", "shortstr", ""),
             FieldSpec(
-                "exchange", "exchange", "shortstr", "", label="Name of the exchange to bind to."
+                "queue",
+                "queue",
+                "shortstr",
+                "",
+                checks=(("length", 127), ("regexp", "^[a-zA-Z0-9-_.:]*$")),
+            ),
+            FieldSpec(
+                "exchange",
+                "exchange",
+                "shortstr",
+                "",
+                label="Name of the exchange to bind to.",
+                checks=(("length", 127), ("regexp", "^[a-zA-Z0-9-_.:]*$")),
             ),
             FieldSpec("routing-key", "routing_key", "shortstr", "", label="Message routing key."),
             FieldSpec("no-wait", "no_wait", "bit", False),
@@ -2376,8 +2473,20 @@ class Queue:
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
             FieldSpec("reserved-1", "reserved_1", "short", 0, reserved=True),
-            FieldSpec("queue", "queue", "shortstr", ""),
-            FieldSpec("exchange", "exchange", "shortstr", ""),
+            FieldSpec(
+                "queue",
+                "queue",
+                "shortstr",
+                "",
+                checks=(("length", 127), ("regexp", "^[a-zA-Z0-9-_.:]*$")),
+            ),
+            FieldSpec(
+                "exchange",
+                "exchange",
+                "shortstr",
+                "",
+                checks=(("length", 127), ("regexp", "^[a-zA-Z0-9-_.:]*$")),
+            ),
             FieldSpec(
                 "routing-key", "routing_key", "shortstr", "", label="Routing key of binding."
             ),
@@ -2511,7 +2620,13 @@ class Queue:
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
             FieldSpec("reserved-1", "reserved_1", "short", 0, reserved=True),
-            FieldSpec("queue", "queue", "shortstr", ""),
+            FieldSpec(
+                "queue",
+                "queue",
+                "shortstr",
+                "",
+                checks=(("length", 127), ("regexp", "^[a-zA-Z0-9-_.:]*$")),
+            ),
             FieldSpec("no-wait", "no_wait", "bit", False),
         )
 
@@ -2619,7 +2734,13 @@ class Queue:
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
             FieldSpec("reserved-1", "reserved_1", "short", 0, reserved=True),
-            FieldSpec("queue", "queue", "shortstr", ""),
+            FieldSpec(
+                "queue",
+                "queue",
+                "shortstr",
+                "",
+                checks=(("length", 127), ("regexp", "^[a-zA-Z0-9-_.:]*$")),
+            ),
             FieldSpec("if-unused", "if_unused", "bit", False, label="Delete only if unused."),
             FieldSpec("if-empty", "if_empty", "bit", False, label="Delete only if empty."),
             FieldSpec("no-wait", "no_wait", "bit", False),
@@ -2882,7 +3003,13 @@ class Basic:
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
             FieldSpec("reserved-1", "reserved_1", "short", 0, reserved=True),
-            FieldSpec("queue", "queue", "shortstr", ""),
+            FieldSpec(
+                "queue",
+                "queue",
+                "shortstr",
+                "",
+                checks=(("length", 127), ("regexp", "^[a-zA-Z0-9-_.:]*$")),
+            ),
             FieldSpec("consumer-tag", "consumer_tag", "shortstr", ""),
             FieldSpec("no-local", "no_local", "bit", False),
             FieldSpec("no-ack", "no_ack", "bit", False),
@@ -3177,7 +3304,13 @@ class Basic:
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
             FieldSpec("reserved-1", "reserved_1", "short", 0, reserved=True),
-            FieldSpec("exchange", "exchange", "shortstr", ""),
+            FieldSpec(
+                "exchange",
+                "exchange",
+                "shortstr",
+                "",
+                checks=(("length", 127), ("regexp", "^[a-zA-Z0-9-_.:]*$")),
+            ),
             FieldSpec("routing-key", "routing_key", "shortstr", "", label="Message routing key."),
             FieldSpec("mandatory", "mandatory", "bit", False, label="Indicate mandatory routing."),
             FieldSpec("immediate", "immediate", "bit", False, label="Request immediate delivery."),
@@ -3283,9 +3416,15 @@ class Basic:
         SENT_BY: ClassVar[frozenset[str]] = frozenset({"server"})
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
-            FieldSpec("reply-code", "reply_code", "short", 0),
-            FieldSpec("reply-text", "reply_text", "shortstr", ""),
-            FieldSpec("exchange", "exchange", "shortstr", ""),
+            FieldSpec("reply-code", "reply_code", "short", 0, checks=(("notnull", None),)),
+            FieldSpec("reply-text", "reply_text", "shortstr", "", checks=(("notnull", None),)),
+            FieldSpec(
+                "exchange",
+                "exchange",
+                "shortstr",
+                "",
+                checks=(("length", 127), ("regexp", "^[a-zA-Z0-9-_.:]*$")),
+            ),
             FieldSpec("routing-key", "routing_key", "shortstr", "", label="Message routing key."),
         )
 
@@ -3383,7 +3522,13 @@ class Basic:
             FieldSpec("consumer-tag", "consumer_tag", "shortstr", ""),
             FieldSpec("delivery-tag", "delivery_tag", "longlong", 0),
             FieldSpec("redelivered", "redelivered", "bit", False),
-            FieldSpec("exchange", "exchange", "shortstr", ""),
+            FieldSpec(
+                "exchange",
+                "exchange",
+                "shortstr",
+                "",
+                checks=(("length", 127), ("regexp", "^[a-zA-Z0-9-_.:]*$")),
+            ),
             FieldSpec("routing-key", "routing_key", "shortstr", "", label="Message routing key."),
         )
 
@@ -3481,7 +3626,13 @@ class Basic:
         RESPONSES: ClassVar[tuple[type[Method], ...]] = ()  # set below, once all classes exist
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
             FieldSpec("reserved-1", "reserved_1", "short", 0, reserved=True),
-            FieldSpec("queue", "queue", "shortstr", ""),
+            FieldSpec(
+                "queue",
+                "queue",
+                "shortstr",
+                "",
+                checks=(("length", 127), ("regexp", "^[a-zA-Z0-9-_.:]*$")),
+            ),
             FieldSpec("no-ack", "no_ack", "bit", False),
         )
 
@@ -3549,7 +3700,13 @@ class Basic:
         FIELDS: ClassVar[tuple[FieldSpec, ...]] = (
             FieldSpec("delivery-tag", "delivery_tag", "longlong", 0),
             FieldSpec("redelivered", "redelivered", "bit", False),
-            FieldSpec("exchange", "exchange", "shortstr", ""),
+            FieldSpec(
+                "exchange",
+                "exchange",
+                "shortstr",
+                "",
+                checks=(("length", 127), ("regexp", "^[a-zA-Z0-9-_.:]*$")),
+            ),
             FieldSpec("routing-key", "routing_key", "shortstr", "", label="Message routing key."),
             FieldSpec("message-count", "message_count", "long", 0),
         )
