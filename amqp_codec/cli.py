@@ -350,12 +350,14 @@ def _capture_streams(name: str, err: TextIO) -> list[tuple[str, list[bytes]]] | 
         groups.setdefault((key, direction), []).append(item)
     fatal = [p for p in problems if p.packet is None]
     # A damaged gzip file is that, whatever else the reader said about what came out of it.
-    gzip_damage = [p for p in fatal if p.detail.startswith("gzip stream")]
+    gzip_damage = [
+        p for p in fatal if p.kind in ("corrupt-file", "truncated-file") and "gzip" in p.detail
+    ]
     for problem in gzip_damage[:1] or fatal[:1]:
         what = problem.kind.replace("-", " ")
         if gzip_damage:
             what = "truncated gzip file" if "cut short" in problem.detail else "corrupt gzip file"
-        detail = problem.detail.removeprefix("gzip stream: ")
+        detail = problem.detail.removeprefix("corrupt gzip stream: ").removeprefix("gzip stream: ")
         err.write(f"amqp-codec: {display_name(name)}: {what}: {detail}\n")
     if not groups:
         if not fatal:
