@@ -231,14 +231,14 @@ class AMQPClient:
         heartbeat: int | None = None,
         spec: ModuleType = v0_9_1,
         client_properties: Mapping[str, Any] | None = None,
-        accept_extended_tags: bool = False,
+        accept_extended_tags: bool | None = None,
     ) -> AMQPClient:
         """Open a connection: header, start/start-ok, tune/tune-ok, open/open-ok.
 
         ``channel_max``, ``frame_max`` and ``heartbeat`` cap what the broker offers (0 for
         the first two means "what the broker offers"; ``heartbeat=None`` takes the broker's
-        value and ``0`` turns heartbeats off). 0-8 field tables are held to 0-8's tags unless
-        ``accept_extended_tags``. Raises :class:`ConnectionClosed` when the broker refuses
+        value and ``0`` turns heartbeats off). Field tables take every tag RabbitMQ relays,
+        0-8's too, unless ``accept_extended_tags=False`` holds 0-8 to its own five. Raises :class:`ConnectionClosed` when the broker refuses
         (bad credentials 403, unknown virtual host 530).
         """
         conn = Connection(
