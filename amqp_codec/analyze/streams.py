@@ -1,13 +1,19 @@
-"""One connection's segments in, table rows out: reassembly, detection, dissection, joins.
+"""One direction's stream, or a region of it, into table rows; one connection in one pass.
 
-:func:`analyze_connection` is what a Spark task runs for each connection (all its segments,
-both directions, from every capture file). It reassembles each direction
-(:func:`amqp_codec.capture.tcp.reassemble`), decides whether the connection speaks AMQP,
-dissects each direction's byte stream in order with a
-:class:`~amqp_codec.dissect.StreamDissector` (gaps become problems and decoding resumes
-after them), assembles messages with a :class:`~amqp_codec.MessageAssembler`, and joins
-what both directions said into one ``connections`` row. 0-8 and 99-0 connections give the
-same rows: 99-0 framesets are assembled with a
+A :class:`DirectionDissector` dissects a direction's bytes (pieces and gaps, in stream order)
+with a :class:`~amqp_codec.dissect.StreamDissector` (gaps become problems and decoding
+resumes after them), assembles messages with a :class:`~amqp_codec.MessageAssembler`, and
+builds ``frames``, ``messages`` and ``problems`` rows. Given a :class:`Region`, it does that
+for one part of a long stream, as the job's parallel tasks do (see
+:mod:`amqp_codec.analyze.plan`): it starts at the first frame it finds, reads past its end
+only to finish what it started, and reports in an :class:`Edge` what the driver needs to
+check it against its neighbours and to resolve the rows that depend on them.
+
+:func:`analyze_connection` is the whole connection in one pass, in this process: it
+reassembles each direction (:func:`amqp_codec.capture.tcp.reassemble`), decides whether the
+connection speaks AMQP, dissects both directions whole, and joins what they said into one
+``connections`` row. It is the reference the job must equal. 0-8 and 99-0 connections give
+the same rows: 99-0 framesets are assembled with a
 :class:`~amqp_codec.wire010.DraftMessageAssembler`, a message.transfer's header structs fill
 the message's properties, and method ids (the cause a connection.close names) are looked up
 in the connection's own version.
@@ -15,8 +21,8 @@ in the connection's own version.
 Nothing here knows about Spark: rows are plain tuples in the column order of
 :mod:`amqp_codec.analyze.tables`, tagged with their table's name.
 
-Credentials: the ``response`` of connection.start-ok and connection.secure-ok is replaced
-by a redaction marker before anything is written; only the PLAIN/AMQPLAIN user name is kept.
+Credentials (see :mod:`amqp_codec.credentials`) are replaced by a redaction marker before
+anything is written; only the PLAIN/AMQPLAIN user name is kept.
 """
 
 from __future__ import annotations
