@@ -99,6 +99,15 @@ def client_header(spec: ProtocolSpec) -> bytes:
     raise ValueError(f"no protocol header is registered for AMQP {spec.name}")
 
 
+def spec_named(name: str | None) -> ProtocolSpec | None:
+    """The built-in version called ``name`` (``0-9-1``, ``0-8``, ``99-0``), or None."""
+    for package in dict.fromkeys(_HEADERS.values()):
+        spec = _load(package)
+        if spec.name == name:
+            return spec
+    return None
+
+
 def default_spec() -> ProtocolSpec:
     """AMQP 0-9-1, used when a stream does not say which version it speaks."""
     return _load(DEFAULT_PACKAGE)

@@ -585,7 +585,7 @@ def _finish(
         drop = {(s.name, s.direction) for s in failed}
         for stream in failed:
             for table, path in files_of.pop(stream.id, set()):
-                counts[table] -= _rows_of(path, table, drop, filter_file)
+                counts[table] -= filter_file(path, table, drop)
         fallback = [
             Task(
                 name=f"f{stream.id:05d}",
@@ -614,15 +614,6 @@ def _finish(
     return counts, len(failed)
 
 
-def _rows_of(path: str, table: str, drop: set[tuple[str, str]], filter_file: Any) -> int:
-    """Rows removed from ``path`` when the pairs in ``drop`` are filtered out of it."""
-    import pyarrow.parquet as pq
-
-    before = pq.ParquetFile(path).metadata.num_rows
-    after: int = filter_file(path, table, drop)
-    return int(before) - after
-
-
 def _driver_rows(
     driver: Any,
     plan: Plan,
@@ -632,7 +623,6 @@ def _driver_rows(
     extra_problems: dict[int, int],
 ) -> None:
     """Capture problems, unknown protocols, TCP anomalies and the ``connections`` rows."""
-    from amqp_codec.analyze.plan import spec_named
     from amqp_codec.analyze.streams import (
         StreamEnds,
         _Facts,
@@ -642,6 +632,7 @@ def _driver_rows(
         unknown_protocol_row,
     )
     from amqp_codec.capture.packets import CaptureProblem
+    from amqp_codec.protocol import spec_named
 
     for scan in scans:
         for problem in scan.problems:

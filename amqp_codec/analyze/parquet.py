@@ -125,7 +125,7 @@ class TableWriters:
 
 def filter_file(path: str, table: str, drop: set[tuple[str, str]]) -> int:
     """Rewrite the part file ``path`` without the rows of the (connection, direction) pairs
-    in ``drop``; the rows left."""
+    in ``drop``; the rows removed."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
@@ -141,4 +141,4 @@ def filter_file(path: str, table: str, drop: set[tuple[str, str]]) -> int:
         keep = pc.and_(keep, pc.invert(pc.fill_null(hit, False)))
     kept = data.filter(keep)
     pq.write_table(kept, path)
-    return int(kept.num_rows)
+    return int(data.num_rows - kept.num_rows)

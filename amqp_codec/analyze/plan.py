@@ -25,14 +25,13 @@ dissected again in one pass.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..dissect import DEFAULT_SPEC, RESYNC_MAX_PAYLOAD, StreamDissector
 from ..frames import FRAME_OVERHEAD
-from ..protocol import ProtocolSpec
+from ..protocol import spec_named
 from .scan import Endpoints, PartKey, SplitScan, StreamPart, unwrap
 from .streams import ConnectionKey, Edge, Follow, Region, connection_name, looks_like_amqp
 
@@ -45,25 +44,12 @@ __all__ = [
     "Verdict",
     "check_stream",
     "make_plan",
-    "spec_named",
 ]
 
-_PACKAGES = ("amqp_codec.v0_9_1", "amqp_codec.v0_8", "amqp_codec.v0_10_draft")
 #: Parts after a region's end that it may read to finish what it started.
 READ_AHEAD_PARTS = 8
 
 Interval = tuple[int, int]
-
-
-def spec_named(name: str | None) -> ProtocolSpec | None:
-    """The generated version called ``name`` (``0-9-1``, ``0-8``, ``99-0``), or None."""
-    if name is None:
-        return None
-    for package in _PACKAGES:
-        spec = importlib.import_module(package).SPEC
-        if spec.name == name:
-            return spec  # type: ignore[no-any-return]
-    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,10 +115,6 @@ class StreamPlan:
             return Region(0, 0, plan.end)
         return Region(plan.index, plan.start, plan.end, spec_named(self.spec), self.tuned_frame_max)
 
-    def items_end(self) -> tuple[int | None, float | None]:
-        """Where the stream ends when a FIN says so (for a gap before it), and its time."""
-        return self.fin_offset, self.fin_ts
-
 
 @dataclass(slots=True)
 class Connection:
@@ -157,9 +139,6 @@ class Plan:
     unknown: list[tuple[str | None, str, str, float | None, bytes]] = field(default_factory=list)
     """Connections on an AMQP port that do not start like AMQP: capture, name, direction,
     time, first bytes."""
-
-    def home_regions(self, split: int) -> list[RegionPlan]:
-        return [r for s in self.streams for r in s.regions if r.home == split]
 
 
 def _subtract(intervals: Iterable[Interval], taken: list[Interval]) -> list[Interval]:

@@ -92,49 +92,74 @@ class TaskResult:
     bytes: int = 0
 
 
-def _read_parts(
-    split: Split, windows: dict[PartKey, PartWindow]
-) -> tuple[dict[PartKey, list[Piece]], dict[PartKey, PartCounts]]:
-    """The owned pieces of the parts of ``split`` named in ``windows``, and their counts."""
-    keys = PartKeys()
-    last: dict[PartKey, int] = {}
-    first: dict[PartKey, int] = {}
-    candidates: dict[PartKey, list[tuple[int, int, float, bytes, str]]] = {}
-    counts: dict[PartKey, PartCounts] = {}
-    for item in segments_of(split, RangeRead()):
-        if not isinstance(item, Segment):
-            continue
-        key = keys.key(item)
-        window = windows.get(key)
+#: A segment's payload placed in its stream: start, end, timestamp, bytes, capture file.
+_Candidate = tuple[int, int, float, bytes, str]
+
+
+class _Placer:
+    """Places one split's segments, in capture order, in the streams of the parts named in
+    ``windows``: each segment's part, and where its payload lies in its stream."""
+
+    def __init__(self, windows: dict[PartKey, PartWindow]) -> None:
+        self.windows = windows
+        self.keys = PartKeys()
+        self.last: dict[PartKey, int] = {}  # unwrapped sequence number of the last segment
+        self.first: dict[PartKey, int] = {}  # and of the part's first
+
+    def place(self, seg: Segment) -> tuple[PartKey, _Candidate | None, bool] | None:
+        """``seg``'s part, its payload placed and cut to the stream's window (None: no
+        payload, or none inside), and whether it lay wholly outside the window; None for a
+        segment of a part not asked for."""
+        key = self.keys.key(seg)
+        window = self.windows.get(key)
         if window is None:
-            continue
-        seg = item
-        if key in last:
-            absolute = unwrap(seg.seq, last[key])
+            return None
+        if key in self.last:
+            absolute = unwrap(seg.seq, self.last[key])
         else:
-            absolute = first[key] = seg.seq
-            counts[key] = PartCounts(window.stream)
-            candidates[key] = []
-        last[key] = absolute
+            absolute = self.first[key] = seg.seq
+        self.last[key] = absolute
         data = seg.payload
         if not data:
-            continue
-        start = window.offset0 + absolute - first[key] + (1 if seg.flags & TH_SYN else 0)
+            return key, None, False
+        start = window.offset0 + absolute - self.first[key] + (1 if seg.flags & TH_SYN else 0)
         end = start + len(data)
         fin = window.fin_offset
         if end <= 0 or (fin is not None and start >= fin):
-            counts[key].out_of_window += 1
-            continue
+            return key, None, True
         if start < 0:
             data, start = data[-start:], 0
         if fin is not None and end > fin:
             data, end = data[: fin - start], fin
-        candidates[key].append((start, end, seg.ts, data, seg.capture))
+        return key, (start, end, seg.ts, data, seg.capture), False
+
+
+def _read_parts(
+    split: Split, windows: dict[PartKey, PartWindow]
+) -> tuple[dict[PartKey, list[Piece]], dict[PartKey, PartCounts]]:
+    """The owned pieces of the parts of ``split`` named in ``windows``, and their counts."""
+    placer = _Placer(windows)
+    candidates: dict[PartKey, list[_Candidate]] = {}
+    counts: dict[PartKey, PartCounts] = {}
+    for item in segments_of(split, RangeRead()):
+        if not isinstance(item, Segment):
+            continue
+        placed = placer.place(item)
+        if placed is None:
+            continue
+        key, candidate, outside = placed
+        if key not in counts:
+            counts[key] = PartCounts(windows[key].stream)
+            candidates[key] = []
+        if outside:
+            counts[key].out_of_window += 1
+        elif candidate is not None:
+            candidates[key].append(candidate)
     pieces: dict[PartKey, list[Piece]] = {}
     for key, found in candidates.items():
-        placed, _retransmitted, conflicting = place(found)
+        placed_pieces, _retransmitted, conflicting = place(found)
         counts[key].conflicting = conflicting
-        pieces[key] = _clip(placed, windows[key].owned)
+        pieces[key] = _clip(placed_pieces, windows[key].owned)
     return pieces, counts
 
 
@@ -200,39 +225,22 @@ class _LazySplit:
     def __init__(self, split: Split, windows: dict[PartKey, PartWindow]) -> None:
         self.packets = segments_of(split, RangeRead())
         self.windows = windows
-        self.keys = PartKeys()
-        self.last: dict[PartKey, int] = {}
-        self.first: dict[PartKey, int] = {}
-        # Per part: candidates (start, end, ts, data, capture) in capture order, not yet passed.
-        self.pending: dict[PartKey, list[tuple[int, int, float, bytes, str]]] = {}
+        self.placer = _Placer(windows)
+        # Per part: candidates in capture order, not yet passed.
+        self.pending: dict[PartKey, list[_Candidate]] = {}
 
     def _parse_more(self, wanted: PartKey) -> bool:
         """Parse packets until one more candidate of ``wanted`` is known (False: none left)."""
         for item in self.packets:
             if not isinstance(item, Segment):
                 continue
-            key = self.keys.key(item)
-            window = self.windows.get(key)
-            if window is None:
+            placed = self.placer.place(item)
+            if placed is None:
                 continue
-            if key in self.last:
-                absolute = unwrap(item.seq, self.last[key])
-            else:
-                absolute = self.first[key] = item.seq
-            self.last[key] = absolute
-            data = item.payload
-            if not data:
+            key, candidate, _outside = placed
+            if candidate is None:
                 continue
-            lo = window.offset0 + absolute - self.first[key] + (1 if item.flags & TH_SYN else 0)
-            hi = lo + len(data)
-            fin = window.fin_offset
-            if hi <= 0 or (fin is not None and lo >= fin):
-                continue
-            if lo < 0:
-                data, lo = data[-lo:], 0
-            if fin is not None and hi > fin:
-                data, hi = data[: fin - lo], fin
-            self.pending.setdefault(key, []).append((lo, hi, item.ts, data, item.capture))
+            self.pending.setdefault(key, []).append(candidate)
             if key == wanted:
                 return True
         return False
