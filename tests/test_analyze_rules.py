@@ -228,3 +228,19 @@ def test_the_crafted_connection_breaks_every_rule(tmp_path: Path) -> None:
     )
     late_kinds = collections.Counter(r[6] for r in late["problems"])
     assert late_kinds["channel-over-max"] == 3 and late_kinds["frame-too-large"] == 3
+
+
+def test_a_handshake_cut_by_a_split_end_is_read_on_not_dissected_again(tmp_path: Path) -> None:
+    """A head cut short by its split's end is completed from the next splits, so the limits
+    the later regions need are known and nothing is dissected twice."""
+    c = Conversation().handshake()
+    client, server = opening((1,))
+    c.send("client", client[:8]).send("server", server[:100], mss=30)
+    c.send("client", client[8:], mss=30).send("server", server[100:], mss=30)
+    for _ in range(6):
+        c.send("client", frames(*message_frames(1, "ex", "k", b"x" * 3000)), mss=500)
+    folder = tmp_path / "captures"
+    folder.mkdir()
+    write_pcap(folder / "slow.pcap", c.fin("client").fin("server"))
+    for split_bytes in (500, 700):
+        assert _check([str(folder)], tmp_path / f"out{split_bytes}", split_bytes) == 0

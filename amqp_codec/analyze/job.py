@@ -385,7 +385,7 @@ def write_tables(
     :func:`run` does this on Spark; with the default ``mapper`` it runs in this process.
     ``problems``: rows the caller found (inputs it skipped), written with the driver's."""
     from amqp_codec.analyze.plan import make_plan
-    from amqp_codec.analyze.regions import run_task
+    from amqp_codec.analyze.regions import complete_heads, run_task
     from amqp_codec.analyze.scan import plan_splits, scan_split
     from amqp_codec.capture.packets import capture_files
 
@@ -397,6 +397,7 @@ def write_tables(
     splits, scans = _whole_where_needed(mapper, splits, scans)
     splits, scans = _chain(splits, scans)
     plan = make_plan(scans, files, [s.file for s in splits], frozenset(ports))
+    complete_heads(plan, splits)
     say(
         f"{len(plan.connections):,} AMQP connection{'s' if len(plan.connections) != 1 else ''}, "
         f"{sum(len(s.regions) for s in plan.streams):,} stream regions; dissecting"
@@ -615,7 +616,9 @@ def _finish(
                 rules[region.stream] = region.edge.rules
                 files_of[region.stream] = set(result.files.items())
         whole.update(s.id for s in streams)
+        redone.update(s.id for s in streams)
 
+    redone: set[int] = set()
     whole: set[int] = {s.id for s in plan.streams if len(s.regions) == 1}
     rounds = 0
     if failed:
@@ -634,7 +637,7 @@ def _finish(
     _driver_rows(driver, plan, scans, facts, tcp, extra_problems, rules)
     for table, n in driver.close().items():
         counts[table] += n
-    return counts, len(failed)
+    return counts, len(redone)
 
 
 def _merged_methods(parts: dict[int, Any]) -> dict[str, tuple[int, float, Any]]:

@@ -34,7 +34,7 @@ from ..frames import FRAME_OVERHEAD, MethodFrame
 from ..protocol import spec_named
 from . import rules
 from .rules import Negotiated, negotiated_in
-from .scan import Endpoints, PartKey, SplitScan, StreamPart, unwrap
+from .scan import HEAD_BYTES, Endpoints, PartKey, SplitScan, StreamPart, unwrap
 from .streams import ConnectionKey, Edge, Follow, Region, connection_name, looks_like_amqp
 
 __all__ = [
@@ -111,6 +111,9 @@ class StreamPlan:
     tuned_at: int | None = None
     """Offset of this side's tune-ok (client) or tune (server) in the head: the negotiated
     limits hold for the regions after it (see :mod:`.rules`)."""
+    head: bytes | None = None
+    """The stream's first bytes, kept only while the handshake they should show is cut short
+    by a split's end (:func:`head_wanted`)."""
     regions: list[RegionPlan] = field(default_factory=list)
     slices: list[Slice] = field(default_factory=list)
     """Every part of the stream, in split order."""
@@ -292,6 +295,12 @@ def _plan_connection(
     # One version per connection: the client's protocol header names it, else connection.start.
     spec = facts.get("client", (None, 0))[0] or facts.get("server", (None, 0))[0]
     negotiated, tuned_at = head_negotiation(heads.get("client"), heads.get("server"))
+    # A head cut short by its split's end, before the handshake it should show: the driver
+    # reads the rest from the next splits (see head_wanted) and plans the limits again.
+    cut = any(
+        head is not None and len(head) < HEAD_BYTES and direction not in tuned_at
+        for direction, head in heads.items()
+    )
     for direction, (stream, _head, _first) in streams.items():
         stream.id = len(plan.streams)
         stream.connection = connection.id
@@ -300,6 +309,8 @@ def _plan_connection(
         stream.tuned_frame_max = facts[direction][1]
         stream.negotiated = negotiated
         stream.tuned_at = tuned_at.get(direction)
+        if cut and _head is not None:
+            stream.head = _head
         stream.regions = [
             RegionPlan(stream.id, r.index, r.start, r.end, r.home, r.slices, r.reads_to_end)
             for r in stream.regions
@@ -346,6 +357,28 @@ def head_negotiation(
                     negotiated = negotiated_in(method)
                 break
     return negotiated, tuned_at
+
+
+def head_wanted(stream: StreamPlan) -> tuple[int, list[Slice]] | None:
+    """Where the rest of a cut head lies: the offset it stops at, and the later parts that
+    own bytes before :data:`HEAD_BYTES`; None if nothing is missing or nothing more exists."""
+    if stream.head is None:
+        return None
+    have = len(stream.head)
+    wanted = [
+        s for s in stream.slices if s.owned and s.owned[0][0] < HEAD_BYTES and s.owned[-1][1] > have
+    ]
+    return (have, wanted) if wanted else None
+
+
+def plan_limits_again(connection: Connection, streams: Sequence[StreamPlan]) -> None:
+    """Plan the negotiated limits again from the connection's completed heads."""
+    heads = {d: streams[i].head for d, i in connection.streams.items()}
+    negotiated, tuned_at = head_negotiation(heads.get("client"), heads.get("server"))
+    for direction, i in connection.streams.items():
+        stream = streams[i]
+        stream.negotiated, stream.tuned_at = negotiated, tuned_at.get(direction)
+        stream.head = None
 
 
 def negotiation_of(
