@@ -250,6 +250,8 @@ class PeerRules:
 
     def _channel(self, channel: int, name: str | None, limits: Negotiated | None) -> list[Finding]:
         states = self.edge.channels
+        if name is None and states.get(channel) == OPEN:
+            return []  # the usual case: content on an open channel
         if name == _OPENS[self.direction]:
             states[channel] = OPEN
             if name == "channel.open" and limits and 0 < limits.channel_max < channel:

@@ -374,6 +374,7 @@ FOLLOW_LIMIT = 64 * 2**20
 _BATCH_BYTES = 64 * 1024
 _HEARTBEAT_OR_HEADER = (ProtocolHeader, HeartbeatFrame, DraftHeartbeatFrame)
 _CONTENT_FRAMES = (ContentHeaderFrame, ContentBodyFrame, DraftHeaderFrame, DraftBodyFrame)
+_DRAFT_FRAMES = frozenset({DraftMethodFrame, DraftHeaderFrame, DraftBodyFrame, DraftHeartbeatFrame})
 
 
 class DirectionDissector:
@@ -881,9 +882,10 @@ class DirectionDissector:
     def _assemble(self, frame: Frame, offset: int, ts: float | None) -> None:
         if isinstance(frame, (MethodFrame, DraftMethodFrame)) and frame.method.HAS_CONTENT:
             self.content[frame.channel] = (offset, ts or 0.0)
+        # Each assembler ignores the other version's frames: only the frame's own is asked.
+        assembler = self.draft_assembler if type(frame) in _DRAFT_FRAMES else self.assembler
         try:
-            # Each assembler ignores the other version's frames.
-            message = self.assembler.feed(frame) or self.draft_assembler.feed(frame)
+            message = assembler.feed(frame)
         except AMQPDecodeError:
             return  # the dissector reports the same broken sequence as a problem
         if message is not None:
