@@ -23,7 +23,15 @@ from dataclasses import dataclass, field
 from ..capture.packets import TH_SYN, RangeRead, Segment
 from ..capture.tcp import Gap, Piece, place
 from .parquet import TableWriters
-from .plan import Plan, RegionPlan, Slice, StreamPlan, head_wanted, plan_limits_again
+from .plan import (
+    Plan,
+    RegionPlan,
+    Slice,
+    StreamPlan,
+    head_negotiation,
+    head_wanted,
+    plan_limits_again,
+)
 from .scan import HEAD_BYTES, PartKey, PartKeys, Split, segments_of, unwrap
 from .streams import DirectionDissector, Edge, _Facts
 
@@ -334,7 +342,7 @@ def complete_heads(plan: Plan, splits: Sequence[Split]) -> int:
     wanted: dict[int, tuple[int, list[Slice]]] = {}
     for stream in plan.streams:
         found = head_wanted(stream)
-        if found is not None:
+        if found is not None and not _shows_tuning(stream.direction, stream.head):
             wanted[stream.id] = found
     lazy: dict[int, _LazySplit] = {}
     for split in sorted({s.split for _, slices in wanted.values() for s in slices}):
@@ -347,19 +355,35 @@ def complete_heads(plan: Plan, splits: Sequence[Split]) -> int:
         lazy[split] = _LazySplit(splits[split], windows)
     for stream_id, (_, slices) in wanted.items():
         stream = plan.streams[stream_id]
-        head = bytearray(stream.head or b"")
-        for part in sorted(slices, key=lambda s: s.low):
-            for piece in lazy[part.split].pieces(part.key, len(head)):
-                if piece.offset != len(head) or len(head) >= HEAD_BYTES:
-                    break  # bytes missing from the capture, or enough
-                head += piece.data[: HEAD_BYTES - len(head)]
-        stream.head = bytes(head)
+        stream.head = _read_head(stream.direction, stream.head or b"", slices, lazy)
     done = {plan.streams[i].connection for i in wanted}
     for connection in done:
         plan_limits_again(plan.connections[connection], plan.streams)
     for stream in plan.streams:
         stream.head = None
     return len(done)
+
+
+def _read_head(
+    direction: str, head: bytes, slices: list[Slice], lazy: dict[int, _LazySplit]
+) -> bytes:
+    """``head`` read on from ``slices`` as far as the side's handshake frame: a quiet side's
+    next bytes may lie far into the next split, its tune-ok not."""
+    out = bytearray(head)
+    for part in sorted(slices, key=lambda s: s.low):
+        for piece in lazy[part.split].pieces(part.key, len(out)):
+            if piece.offset != len(out) or len(out) >= HEAD_BYTES:
+                return bytes(out)  # bytes missing from the capture, or enough
+            out += piece.data[: HEAD_BYTES - len(out)]
+            if _shows_tuning(direction, bytes(out)):
+                return bytes(out)
+    return bytes(out)
+
+
+def _shows_tuning(direction: str, head: bytes | None) -> bool:
+    """``head`` holds the side's tune-ok (client) or tune (server)."""
+    client, server = (head, None) if direction == "client" else (None, head)
+    return direction in head_negotiation(client, server)[1]
 
 
 def fallback_region(stream: StreamPlan) -> RegionPlan:
