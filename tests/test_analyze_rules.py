@@ -102,9 +102,9 @@ def test_frames_on_a_channel_that_is_not_open(tmp_path: Path) -> None:
     c.send(
         "client", frames(*message_frames(7, "ex", "k", b"a"), *message_frames(7, "ex", "k", b"b"))
     )
-    # Channel 1 closed by the client, then used: reported once; open again: fine.
-    c.send("client", frames(MethodFrame(1, Channel.Close(reply_code=200))))
-    c.send("server", frames(MethodFrame(1, Channel.CloseOk())))
+    # Channel 1 closed by the server, then used: reported once; open again: fine.
+    c.send("server", frames(MethodFrame(1, Channel.Close(reply_code=406, reply_text="NO"))))
+    c.send("client", frames(MethodFrame(1, Channel.CloseOk())))
     c.send(
         "client", frames(*message_frames(1, "ex", "k", b"c"), *message_frames(1, "ex", "k", b"d"))
     )
@@ -118,6 +118,15 @@ def test_frames_on_a_channel_that_is_not_open(tmp_path: Path) -> None:
         ("client", 1, "basic.publish", 504),
         ("server", 9, "basic.deliver", 504),
     ]
+
+
+def test_frames_after_this_sides_own_channel_close_are_not_problems(tmp_path: Path) -> None:
+    """The peer discards them until its close-ok (RabbitMQ does so without a word)."""
+    c = _opened(Conversation(), (1,))
+    c.send("client", frames(MethodFrame(1, Channel.Close(reply_code=200))))
+    c.send("client", frames(*message_frames(1, "ex", "k", b"after")))
+    c.send("server", frames(MethodFrame(1, Channel.CloseOk())))
+    assert not _rows(c, tmp_path=tmp_path)["problems"]
 
 
 def test_frames_in_flight_after_the_peer_closed_the_channel_are_not_problems(
@@ -165,8 +174,8 @@ def _all_rules(conversation: Conversation) -> Conversation:
     for round_ in range(4):
         c.send("client", frames(*message_frames(1, "ex", f"r{round_}", b"m" * 3000)), mss=700)
         c.send("client", frames(*message_frames(3, "ex", "no", b"n" * 10)), mss=300)
-        c.send("client", frames(MethodFrame(2, Channel.Close(reply_code=200))))
-        c.send("server", frames(MethodFrame(2, Channel.CloseOk())))
+        c.send("server", frames(MethodFrame(2, Channel.Close(reply_code=404))))
+        c.send("client", frames(MethodFrame(2, Channel.CloseOk())))
         c.send("client", frames(*message_frames(2, "ex", "closed", b"c" * 5000)), mss=500)
         c.send("client", frames(MethodFrame(2, Channel.Open())))
         c.send("server", frames(MethodFrame(2, Channel.OpenOk())))

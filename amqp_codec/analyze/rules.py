@@ -11,9 +11,11 @@ kind                    reply  when
 ``frame-too-large``     501    a frame (header and end octet included, as the spec counts)
                                larger than the negotiated frame_max
 ``wrong-peer``          503    a method the spec's chassis lets only the other peer send
-``channel-over-max``    530    channel.open on a channel above the negotiated channel_max
-``channel-not-open``    504    a frame on a channel this side has not opened (once, until
-                               the channel opens again)
+``channel-over-max``    530    channel.open on a channel number above the negotiated
+                               channel_max (the spec's limit; RabbitMQ instead counts the
+                               channels open, and answers 530 when they reach it)
+``channel-not-open``    504    a frame on a channel this side has not opened, or closed
+                               (once, until the channel opens again)
 ``heartbeat-missed``    none   nothing sent for over twice the negotiated heartbeat: the peer
                                closes the socket without connection.close
 ======================  =====  ===========================================================
@@ -24,9 +26,10 @@ between tune and the tune-ok it waits for). The checks are for AMQP 0-8 and 0-9-
 draft's sessions and limits work differently and are not checked.
 
 **Channels.** A client opens a channel by sending channel.open, a server by answering
-channel.open-ok; each side's channel.close or close-ok ends it for that side. Frames sent
-after the peer's channel.close but before this side's close-ok are in flight, not a
-problem. Where frames were lost (a gap, damage, a capture that began mid-connection) the
+channel.open-ok; each side's close-ok ends it for that side. Frames sent after the peer's
+channel.close but before this side's close-ok are in flight, not a problem; so are frames
+after this side's own channel.close, which the peer discards until its close-ok (as
+RabbitMQ does) and which one direction alone cannot tell from frames after it. Where frames were lost (a gap, damage, a capture that began mid-connection) the
 channels' state is unknown until each is opened or closed again: nothing is claimed.
 
 **Regions.** A later region of a long stream does not know the channels' state or the time
@@ -64,6 +67,7 @@ HEARTBEAT_MISSED = "heartbeat-missed"
 
 # A channel's state as one side sees it.
 OPEN = "open"
+CLOSING = "closing"  # this side sent channel.close: the peer discards frames until close-ok
 CLOSED = "closed"
 REPORTED = "reported"  # closed, and a frame on it was already reported
 LOST = "lost"  # frames were lost: unknown until opened or closed again
@@ -71,7 +75,6 @@ INHERIT = "inherit"  # a later region: whatever the regions before left
 PENDING = "pending"  # a later region used it before knowing: the driver decides
 
 _OPENS = {"client": "channel.open", "server": "channel.open-ok"}
-_CLOSES = frozenset({"channel.close", "channel.close-ok"})
 _CONNECTION_ENDS = frozenset({"connection.close", "connection.close-ok"})
 
 
@@ -266,7 +269,10 @@ class PeerRules:
                     )
                 ]
             return []
-        if name in _CLOSES:
+        if name == "channel.close":
+            states[channel] = CLOSING
+            return []
+        if name == "channel.close-ok":
             states[channel] = CLOSED
             return []
         if name == "channel.open" or name == "channel.open-ok":
