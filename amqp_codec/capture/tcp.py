@@ -43,6 +43,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from amqp_codec.capture.packets import TH_FIN, TH_RST, TH_SYN, Segment
 
@@ -138,9 +139,8 @@ def incarnations(segments: Iterable[Segment]) -> list[list[Segment]]:
     return out
 
 
-@dataclass(frozen=True, slots=True)
-class Piece:
-    """Contiguous stream bytes received in one segment."""
+class Piece(NamedTuple):
+    """Contiguous stream bytes received in one segment (a named tuple: one per segment)."""
 
     offset: int
     """Stream offset of ``data[0]``."""
