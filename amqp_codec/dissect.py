@@ -638,9 +638,12 @@ class StreamDissector:
             stats.by_type["heartbeat"] += 1
         self._events.append(FrameEvent(start, end, frame))
         try:
-            # Whole messages are not needed, only the checks; each ignores the other's frames.
-            self._assembler.feed(frame)
-            self._draft_assembler.feed(frame)
+            # Whole messages are not needed, only the checks; each ignores the other's frames,
+            # so only the frame's own is asked.
+            if type(frame) in _DRAFT_TYPES:
+                self._draft_assembler.feed(frame)
+            else:
+                self._assembler.feed(frame)
         except AMQPDecodeError as error:
             self._problem(_problem_from_error(error, spec, start, 0, source=_SEQUENCE))
 
