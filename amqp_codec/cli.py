@@ -21,9 +21,9 @@ before Spark starts; Ctrl-C stops Spark and exits with 130; an error of ours is 
 naming the log file that holds the details, and exit status 1.
 
 This module only parses arguments, reads the captures and wires things together: streams
-are read in 64 KiB chunks and fed to a :class:`~amqp_codec.dissect.StreamDissector`
+are read in 64 KiB chunks and fed to a :class:`~amqp_codec.inspect.dissector.StreamDissector`
 (decoding, resynchronisation, content checks), whose events go to a reporter from
-:mod:`amqp_codec.report` (text or JSON).
+:mod:`amqp_codec.inspect.text` (text or JSON).
 """
 
 from __future__ import annotations
@@ -39,7 +39,8 @@ from typing import BinaryIO, NoReturn, TextIO
 
 from . import v0_8, v0_9_1, v0_10_draft
 from .analyze.job import add_arguments, run_from_args
-from .dissect import (
+from .frames import FRAME_OVERHEAD
+from .inspect.dissector import (
     DEFAULT_SPEC,
     Event,
     FileStats,
@@ -49,9 +50,8 @@ from .dissect import (
     SpecEvent,
     StreamDissector,
 )
-from .frames import FRAME_OVERHEAD
+from .inspect.text import HumanReporter, JsonReporter, Reporter, display_name
 from .protocol import ProtocolSpec
-from .report import HumanReporter, JsonReporter, Reporter, display_name
 
 __all__ = ["main"]
 

@@ -25,7 +25,7 @@ from amqp_codec import (
     encode_frame,
     encode_message,
 )
-from amqp_codec.dissect import StreamDissector
+from amqp_codec.inspect.dissector import StreamDissector
 from amqp_codec.v0_9_1 import Basic, BasicProperties, Channel, Connection, Queue
 
 REPO = Path(__file__).resolve().parent.parent

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from amqp_codec import NEED_DATA, AMQPDecodeError, FrameDecoder
-from amqp_codec import dissect as dissect_module
 from amqp_codec import v0_10_draft as draft
 from amqp_codec.capture import CaptureProblem, packets, read_capture
 from amqp_codec.errors import FrameSyntaxError
+from amqp_codec.inspect import dissector as dissect_module
 from amqp_codec.table import decode_table
 from amqp_codec.wire010 import Array, encode_array, encode_draft_frame
 from amqp_codec.wire010 import table as wire010_table

@@ -29,8 +29,8 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..dissect import DEFAULT_SPEC, RESYNC_MAX_PAYLOAD, StreamDissector
 from ..frames import FRAME_OVERHEAD
+from ..inspect.dissector import DEFAULT_SPEC, RESYNC_MAX_PAYLOAD, StreamDissector
 from ..protocol import spec_named
 from .scan import Endpoints, PartKey, SplitScan, StreamPart, unwrap
 from .streams import ConnectionKey, Edge, Follow, Region, connection_name, looks_like_amqp

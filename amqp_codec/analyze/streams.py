@@ -1,7 +1,7 @@
 """One direction's stream, or a region of it, into table rows; one connection in one pass.
 
 A :class:`DirectionDissector` dissects a direction's bytes (pieces and gaps, in stream order)
-with a :class:`~amqp_codec.dissect.StreamDissector` (gaps become problems and decoding
+with a :class:`~amqp_codec.inspect.dissector.StreamDissector` (gaps become problems and decoding
 resumes after them), assembles messages with a :class:`~amqp_codec.MessageAssembler`, and
 builds ``frames``, ``messages`` and ``problems`` rows. Given a :class:`Region`, it does that
 for one part of a long stream, as the job's parallel tasks do (see
@@ -50,17 +50,6 @@ from ..capture.tcp import (
 )
 from ..credentials import secret_fields
 from ..decoder import NEED_DATA, FrameDecoder
-from ..dissect import (
-    DEFAULT_SPEC,
-    PROTOCOL_HEADER_NAME,
-    FrameEvent,
-    Problem,
-    ProblemEvent,
-    ResyncEvent,
-    SpecEvent,
-    StreamDissector,
-    plausible_frame_end,
-)
 from ..errors import AMQPDecodeError
 from ..frames import (
     FRAME_END,
@@ -71,8 +60,19 @@ from ..frames import (
     MethodFrame,
     ProtocolHeader,
 )
+from ..inspect.dissector import (
+    DEFAULT_SPEC,
+    PROTOCOL_HEADER_NAME,
+    FrameEvent,
+    Problem,
+    ProblemEvent,
+    ResyncEvent,
+    SpecEvent,
+    StreamDissector,
+    plausible_frame_end,
+)
+from ..inspect.text import _json_properties, _json_value, draft_flag_names, json_struct
 from ..protocol import ProtocolSpec, default_spec
-from ..report import _json_properties, _json_value, draft_flag_names, json_struct
 from ..table import decode_table
 from ..wire010.assembly import DraftMessage, DraftMessageAssembler
 from ..wire010.frames import (

@@ -43,11 +43,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
-from . import v0_9_1
-from .assembly import MessageAssembler
-from .decoder import NEED_DATA, FrameDecoder, stream_ended_error
-from .errors import AMQPDecodeError, UnsupportedProtocolError
-from .frames import (
+from .. import v0_9_1
+from ..assembly import MessageAssembler
+from ..decoder import NEED_DATA, FrameDecoder, stream_ended_error
+from ..errors import AMQPDecodeError, UnsupportedProtocolError
+from ..frames import (
     FRAME_BODY,
     FRAME_END,
     FRAME_HEADER,
@@ -62,10 +62,10 @@ from .frames import (
     ProtocolHeader,
     bad_frame_end,
 )
-from .protocol import ProtocolSpec
-from .wire010 import frames as wire010
-from .wire010.assembly import DraftMessageAssembler
-from .wire010.frames import DraftBodyFrame, DraftHeaderFrame, DraftHeartbeatFrame, DraftMethodFrame
+from ..protocol import ProtocolSpec
+from ..wire010 import frames as wire010
+from ..wire010.assembly import DraftMessageAssembler
+from ..wire010.frames import DraftBodyFrame, DraftHeaderFrame, DraftHeartbeatFrame, DraftMethodFrame
 
 __all__ = [
     "DEFAULT_SPEC",

@@ -5,7 +5,7 @@ and size, a method's name and every field, a content header's properties, a body
 an escaped preview; field tables nest, each value with its wire tag. :class:`JsonReporter`
 writes one JSON object per line (bytes as hex; see ``amqp-codec decode --help``).
 
-Reporters only format: the events come from :class:`~amqp_codec.dissect.StreamDissector`,
+Reporters only format: the events come from :class:`~amqp_codec.inspect.dissector.StreamDissector`,
 and :mod:`amqp_codec.cli` passes them on.
 """
 
@@ -18,10 +18,9 @@ from decimal import Decimal
 from typing import Any, TextIO
 from uuid import UUID
 
-from .base import FieldSpec, Method, Properties
-from .credentials import REDACTED, redacted_text, secret_fields
-from .dissect import PROTOCOL_HEADER_NAME, FileStats, Problem, class_name
-from .frames import (
+from ..base import FieldSpec, Method, Properties
+from ..credentials import REDACTED, redacted_text, secret_fields
+from ..frames import (
     FRAME_BODY,
     FRAME_HEADER,
     FRAME_HEARTBEAT,
@@ -33,20 +32,21 @@ from .frames import (
     MethodFrame,
     ProtocolHeader,
 )
-from .protocol import ProtocolSpec
-from .table import FieldArray, FieldTable, Timestamp, tag_for
-from .wire010 import frames as wire010
-from .wire010.frames import (
+from ..protocol import ProtocolSpec
+from ..table import FieldArray, FieldTable, Timestamp, tag_for
+from ..wire010 import frames as wire010
+from ..wire010.frames import (
     DraftBodyFrame,
     DraftFrame,
     DraftHeaderFrame,
     DraftHeartbeatFrame,
     DraftMethodFrame,
 )
-from .wire010.structs import PackedStruct
-from .wire010.table import Array as DraftArray
-from .wire010.table import FieldTable as DraftFieldTable
-from .wire010.table import Typed, type_info
+from ..wire010.structs import PackedStruct
+from ..wire010.table import Array as DraftArray
+from ..wire010.table import FieldTable as DraftFieldTable
+from ..wire010.table import Typed, type_info
+from .dissector import PROTOCOL_HEADER_NAME, FileStats, Problem, class_name
 
 __all__ = [
     "HumanReporter",
