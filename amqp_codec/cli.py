@@ -50,7 +50,9 @@ from .inspect.dissector import (
     SpecEvent,
     StreamDissector,
 )
-from .inspect.text import HumanReporter, JsonReporter, Reporter, display_name
+from .inspect.jsonlines import JsonReporter
+from .inspect.reporter import Reporter, display_name
+from .inspect.text import HumanReporter
 from .protocol import ProtocolSpec
 
 __all__ = ["main"]

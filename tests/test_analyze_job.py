@@ -43,7 +43,7 @@ from amqp_codec.capture.tcp import connection_key, reassemble, syn_servers
 from amqp_codec.cli import main
 from amqp_codec.frames import MethodFrame
 from amqp_codec.inspect.dissector import StreamDissector
-from amqp_codec.inspect.text import JsonReporter
+from amqp_codec.inspect.jsonlines import JsonReporter
 from amqp_codec.v0_9_1 import Basic, Connection
 
 __all__ = ["spark"]  # the session fixture, imported for pytest

@@ -71,7 +71,7 @@ from ..inspect.dissector import (
     StreamDissector,
     plausible_frame_end,
 )
-from ..inspect.text import _json_properties, _json_value, draft_flag_names, json_struct
+from ..inspect.values import draft_flag_names, json_properties, json_struct, json_value
 from ..protocol import ProtocolSpec, default_spec
 from ..table import decode_table
 from ..wire010.assembly import DraftMessage, DraftMessageAssembler
@@ -160,7 +160,7 @@ def method_fields(method: Method) -> dict[str, Any]:
     :func:`amqp_codec.credentials.secret_fields` names)."""
     hidden = secret_fields(method)
     return {
-        spec.name: REDACTED if spec.name in hidden else _json_value(getattr(method, spec.attr))
+        spec.name: REDACTED if spec.name in hidden else json_value(getattr(method, spec.attr))
         for spec in type(method).FIELDS
     }
 
@@ -181,7 +181,7 @@ def frame_fields(frame: Frame) -> dict[str, Any] | None:
             "body_size": frame.body_size,
             "weight": frame.weight,
             "property_flags": frame.properties.flags,
-            "properties": _json_properties(frame.properties),
+            "properties": json_properties(frame.properties),
         }
     if isinstance(frame, ProtocolHeader):
         return {
@@ -1026,7 +1026,7 @@ def draft_message_properties(message: DraftMessage) -> tuple[Any, ...]:
             if value is None or attr not in _PROPERTY_COLUMNS or attr in values:
                 continue
             if spec.wire_type in ("table", "struct"):
-                values[attr] = _dumps(_json_value(value))
+                values[attr] = _dumps(json_value(value))
             elif isinstance(value, str):
                 values[attr] = text(value)
             elif attr == "expiration":  # a timestamp here, a string in 0-9
@@ -1048,7 +1048,7 @@ def message_properties(props: Properties) -> tuple[Any, ...]:
         if value is None:
             continue
         if spec.wire_type == "table":
-            values[spec.attr] = _dumps(_json_value(value))
+            values[spec.attr] = _dumps(json_value(value))
         elif isinstance(value, str):
             values[spec.attr] = text(value)
         elif isinstance(value, int):
@@ -1317,8 +1317,8 @@ def connection_row(
         c.detected_by or s.detected_by,
         min(firsts) if firsts else None,
         max(lasts) if lasts else None,
-        None if client_props is None else _dumps(_json_value(client_props)),
-        None if server_props is None else _dumps(_json_value(server_props)),
+        None if client_props is None else _dumps(json_value(client_props)),
+        None if server_props is None else _dumps(json_value(server_props)),
         _table_text(client_props, "product"),
         _table_text(client_props, "version") or _table_text(client_props, "product_version"),
         _table_text(client_props, "platform"),
