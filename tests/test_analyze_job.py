@@ -199,7 +199,7 @@ def _reference(data: bytes) -> list[dict[str, Any]]:
     buffer = io.StringIO()
     reporter = JsonReporter(buffer, 0)
     dissector = StreamDissector()
-    from amqp_codec.cli import _report  # the decode command's own event routing
+    from amqp_codec.inspect.command import _report  # the decode command's own event routing
 
     spec = _report(reporter, "stream", dissector.feed(data), dissector.spec or _default())
     _report(reporter, "stream", dissector.finish(), spec)
