@@ -30,7 +30,6 @@ from __future__ import annotations
 import bisect
 import hashlib
 import json
-import re
 import struct
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -49,7 +48,6 @@ from ..capture.tcp import (
     syn_servers,
 )
 from ..credentials import secret_fields
-from ..decoder import NEED_DATA, FrameDecoder
 from ..errors import AMQPDecodeError
 from ..frames import (
     FRAME_END,
@@ -69,8 +67,8 @@ from ..inspect.dissector import (
     ResyncEvent,
     SpecEvent,
     StreamDissector,
-    plausible_frame_end,
 )
+from ..inspect.resync import decodes_alone, framing, plausible_frame_end
 from ..inspect.values import draft_flag_names, json_properties, json_struct, json_value
 from ..protocol import ProtocolSpec, default_spec
 from ..table import decode_table
@@ -946,7 +944,7 @@ def find_sync(
     checked against where the previous region's frames actually ended, and a wrong guess
     costs a second pass over the stream.
     """
-    pattern = _FRAME_START if spec.wire_format == "0-9" else _DRAFT_START
+    pattern = framing(spec).start
     n = len(data)
     pos = 0
     while True:
@@ -964,10 +962,6 @@ def find_sync(
             return None
 
 
-_FRAME_START = re.compile(b"[\x01\x02\x03\x08]")
-_DRAFT_START = re.compile(b"[\x00-\x0f][\x01\x02\x03\x08]")
-
-
 def _chain(
     data: bytes | bytearray, pos: int, spec: ProtocolSpec, tuned_frame_max: int, final: bool
 ) -> bool | None:
@@ -975,7 +969,7 @@ def _chain(
     n = len(data)
     frames = 0
     cursor = pos
-    header = 7 if spec.wire_format == "0-9" else 12
+    header = framing(spec).header_size
     while frames < SYNC_CHAIN:
         if cursor + header > n:
             return (frames > 0) if final else None
@@ -986,22 +980,13 @@ def _chain(
             return (frames > 0) if final else None
         if data[end] != FRAME_END:
             return False
-        if frames == 0 and not _decodes(bytes(data[cursor : end + 1]), spec):
+        if frames == 0 and not decodes_alone(bytes(data[cursor : end + 1]), spec):
             return False
         frames += 1
         cursor = end + 1
         if cursor == n:
             return True if final else None
     return True
-
-
-def _decodes(candidate: bytes, spec: ProtocolSpec) -> bool:
-    trial = FrameDecoder(spec)
-    trial.receive_data(candidate)
-    try:
-        return trial.next_frame() is not NEED_DATA
-    except Exception:  # AMQPDecodeError, or a codec bug: either way not believable
-        return False
 
 
 def _problem_kind(problem: Problem) -> str:
