@@ -6,41 +6,8 @@ Import :class:`~amqp_codec.inspect.StreamDissector` and its events from
 
 import warnings
 
-from ..inspect.dissector import (
-    DEFAULT_SPEC,
-    PROTOCOL_HEADER_NAME,
-    RESYNC_MAX_PAYLOAD,
-    RESYNC_WORK_ALLOWANCE,
-    RESYNC_WORK_PER_BYTE,
-    Event,
-    FileStats,
-    FrameEvent,
-    Problem,
-    ProblemEvent,
-    ResyncEvent,
-    SpecEvent,
-    StreamDissector,
-    class_name,
-    plausible_frame_end,
-)
-
-__all__ = [
-    "DEFAULT_SPEC",
-    "PROTOCOL_HEADER_NAME",
-    "RESYNC_MAX_PAYLOAD",
-    "RESYNC_WORK_ALLOWANCE",
-    "RESYNC_WORK_PER_BYTE",
-    "Event",
-    "FileStats",
-    "FrameEvent",
-    "Problem",
-    "ProblemEvent",
-    "ResyncEvent",
-    "SpecEvent",
-    "StreamDissector",
-    "class_name",
-    "plausible_frame_end",
-]
+from ..inspect.dissector import *  # noqa: F403 (the whole module, under its old name)
+from ..inspect.dissector import __all__ as __all__
 
 warnings.warn(
     "amqp_codec.dissect is deprecated and will be removed in the next release: "

@@ -47,6 +47,21 @@ class JsonReporter(Reporter):
             for s in type(method).FIELDS
         }
 
+    def _method(self, method: Method) -> dict[str, Any]:
+        """A method frame's own keys, the same in both framings."""
+        return {
+            "method": method.NAME,
+            "class_id": method.CLASS_ID,
+            "method_id": method.METHOD_ID,
+            "fields": self._fields(method),
+            "reserved": [s.name for s in type(method).FIELDS if s.reserved],
+        }
+
+    def _body(self, payload: bytes) -> dict[str, Any]:
+        """A body frame's own keys: the first ``body_preview`` bytes, as hex."""
+        shown = payload[: self.body_preview]
+        return {"payload_hex": shown.hex(), "payload_truncated": len(shown) < len(payload)}
+
     def _emit(self, obj: dict[str, Any]) -> None:
         self.out.write(json.dumps(obj, allow_nan=False, separators=(",", ":")) + "\n")
 
@@ -74,18 +89,12 @@ class JsonReporter(Reporter):
             return
         size = end - offset - FRAME_OVERHEAD
         if isinstance(frame, MethodFrame):
-            method = frame.method
-            specs = type(method).FIELDS
             obj.update(
                 type="method",
                 type_id=FRAME_METHOD,
                 channel=frame.channel,
                 size=size,
-                method=method.NAME,
-                class_id=method.CLASS_ID,
-                method_id=method.METHOD_ID,
-                fields=self._fields(method),
-                reserved=[s.name for s in specs if s.reserved],
+                **self._method(frame.method),
             )
         elif isinstance(frame, ContentHeaderFrame):
             props = frame.properties
@@ -102,14 +111,12 @@ class JsonReporter(Reporter):
                 properties=json_properties(props),
             )
         elif isinstance(frame, ContentBodyFrame):
-            shown = frame.payload[: self.body_preview]
             obj.update(
                 type="body",
                 type_id=FRAME_BODY,
                 channel=frame.channel,
                 size=size,
-                payload_hex=shown.hex(),
-                payload_truncated=len(shown) < len(frame.payload),
+                **self._body(frame.payload),
             )
         else:
             obj.update(type="heartbeat", type_id=FRAME_HEARTBEAT, channel=frame.channel, size=size)
@@ -125,17 +132,8 @@ class JsonReporter(Reporter):
             "track": frame.track,
         }
         if isinstance(frame, DraftMethodFrame):
-            method = frame.method
-            specs = type(method).FIELDS
             obj.update(
-                type="method",
-                type_id=wire010.FRAME_METHOD,
-                **common,
-                method=method.NAME,
-                class_id=method.CLASS_ID,
-                method_id=method.METHOD_ID,
-                fields=self._fields(method),
-                reserved=[s.name for s in specs if s.reserved],
+                type="method", type_id=wire010.FRAME_METHOD, **common, **self._method(frame.method)
             )
         elif isinstance(frame, DraftHeaderFrame):
             obj.update(
@@ -145,13 +143,8 @@ class JsonReporter(Reporter):
                 structs=[json_struct(s) for s in frame.structs],
             )
         elif isinstance(frame, DraftBodyFrame):
-            shown = frame.payload[: self.body_preview]
             obj.update(
-                type="body",
-                type_id=wire010.FRAME_BODY,
-                **common,
-                payload_hex=shown.hex(),
-                payload_truncated=len(shown) < len(frame.payload),
+                type="body", type_id=wire010.FRAME_BODY, **common, **self._body(frame.payload)
             )
         else:
             obj.update(type="heartbeat", type_id=wire010.FRAME_HEARTBEAT, **common)
