@@ -76,7 +76,7 @@ from .frames import (
 from .protocol import ProtocolSpec, client_header, default_spec, spec_for_header
 from .sasl import MECHANISMS, parse_response, response_for
 
-__all__ = ["CLIENT_CAPABILITIES", "SERVER_CAPABILITIES", "Connection"]
+__all__ = ["CLIENT_CAPABILITIES", "SERVER_CAPABILITIES", "Connection", "sent_by"]
 
 Role = Literal["client", "server"]
 
@@ -222,7 +222,7 @@ class _PeerError(Exception):
         self.method_id = method.METHOD_ID if method is not None else 0
 
 
-def _sent_by(method: Method) -> frozenset[str]:
+def sent_by(method: Method) -> frozenset[str]:
     """Which peers may send ``method``: the spec's chassis, corrected where it is wrong."""
     return _SENT_BY_CORRECTIONS.get(method.NAME, method.SENT_BY)
 
@@ -533,7 +533,7 @@ class Connection:
         body (split by the negotiated frame_max). Raises LocalProtocolError, changing nothing,
         when the protocol does not allow it here."""
         name = method.NAME
-        if self.role not in _sent_by(method):
+        if self.role not in sent_by(method):
             raise LocalProtocolError(f"{name} is sent by the {self._peer_role} only")
         if type(method) is not self._classes.get(name):
             raise LocalProtocolError(f"{name} is not a method of AMQP {self.spec.name}")
@@ -768,7 +768,7 @@ class Connection:
                     ConnectionClosed(self._close[0], self._close[1], False, *self._close[2:])
                 )
             return
-        if self._peer_role not in _sent_by(method):
+        if self._peer_role not in sent_by(method):
             raise _PeerError(
                 COMMAND_INVALID,
                 f"{name} is sent by the {self.role} only, not the {self._peer_role}",

@@ -385,7 +385,7 @@ def write_tables(
     :func:`run` does this on Spark; with the default ``mapper`` it runs in this process.
     ``problems``: rows the caller found (inputs it skipped), written with the driver's."""
     from amqp_codec.analyze.plan import make_plan
-    from amqp_codec.analyze.regions import run_task
+    from amqp_codec.analyze.regions import complete_heads, run_task
     from amqp_codec.analyze.scan import plan_splits, scan_split
     from amqp_codec.capture.packets import capture_files
 
@@ -397,6 +397,7 @@ def write_tables(
     splits, scans = _whole_where_needed(mapper, splits, scans)
     splits, scans = _chain(splits, scans)
     plan = make_plan(scans, files, [s.file for s in splits], frozenset(ports))
+    complete_heads(plan, splits)
     say(
         f"{len(plan.connections):,} AMQP connection{'s' if len(plan.connections) != 1 else ''}, "
         f"{sum(len(s.regions) for s in plan.streams):,} stream regions; dissecting"
@@ -569,26 +570,31 @@ def _finish(
         driver.add("problems", row)
     failed: list[StreamPlan] = []
     extra_problems: dict[int, int] = {}
+    rules: dict[int, Any] = {}
+    verdicts: dict[int, Any] = {}  # the rows each stream's regions left to the driver
     for stream in plan.streams:
         stream_edges = [edges[stream.id][r.index] for r in stream.regions]
         verdict = check_stream(stream, stream_edges)
         if not verdict.ok:
             failed.append(stream)
             continue
-        for row in verdict.frames:
-            driver.add("frames", row)
-        for row in verdict.problems:
-            driver.add("problems", row)
+        verdicts[stream.id] = verdict
         extra_problems[stream.id] = len(verdict.problems)
-    if failed:
-        say(f"{len(failed)} stream{'s' if len(failed) != 1 else ''} dissected again in one pass")
-        drop = {(s.name, s.direction) for s in failed}
-        for stream in failed:
+        rules[stream.id] = verdict.rules
+
+    def again(streams: list[StreamPlan], why: str) -> None:
+        """Dissect ``streams`` again, each in one pass, in place of what was written."""
+        n = len(streams)
+        say(f"{n} stream{'s' if n != 1 else ''} dissected again in one pass ({why})")
+        drop = {(s.name, s.direction) for s in streams}
+        for stream in streams:
             for table, path in files_of.pop(stream.id, set()):
                 counts[table] -= filter_file(path, table, drop)
+            extra_problems.pop(stream.id, None)
+            verdicts.pop(stream.id, None)
         fallback = [
             Task(
-                name=f"f{stream.id:05d}",
+                name=f"f{stream.id:05d}" + "r" * rounds,
                 split=None,
                 parts={},
                 regions=[(stream, fallback_region(stream))],
@@ -600,18 +606,72 @@ def _finish(
                 out=out,
                 bodies=bodies,
             )
-            for stream in failed
+            for stream in streams
         ]
-        again = mapper("dissecting again", run_task, fallback)
-        for result in again:
+        for result in mapper("dissecting again", run_task, fallback):
             for table, n in result.rows.items():
                 counts[table] += n
             for region in result.regions:
                 facts[region.stream] = {0: region.facts}
-    _driver_rows(driver, plan, scans, facts, tcp, extra_problems)
+                rules[region.stream] = region.edge.rules
+                files_of[region.stream] = set(result.files.items())
+        whole.update(s.id for s in streams)
+        redone.update(s.id for s in streams)
+
+    redone: set[int] = set()
+    whole: set[int] = {s.id for s in plan.streams if len(s.regions) == 1}
+    rounds = 0
+    if failed:
+        again(failed, "their regions did not meet")
+    # The negotiated limits the regions assumed from the connection's head must be those the
+    # streams hold; where not (a handshake past the head), dissect again with the right ones.
+    rounds = 1
+    wrong = _wrong_negotiation(plan, facts, whole)
+    if wrong:
+        again(wrong, "the handshake was not where the head showed it")
+    for verdict in verdicts.values():
+        for row in verdict.frames:
+            driver.add("frames", row)
+        for row in verdict.problems:
+            driver.add("problems", row)
+    _driver_rows(driver, plan, scans, facts, tcp, extra_problems, rules)
     for table, n in driver.close().items():
         counts[table] += n
-    return counts, len(failed)
+    return counts, len(redone)
+
+
+def _merged_methods(parts: dict[int, Any]) -> dict[str, tuple[int, float, Any]]:
+    """The first of each connection-class method a stream's regions decoded."""
+    methods: dict[str, tuple[int, float, Any]] = {}
+    for index in sorted(parts):
+        for name, entry in parts[index].methods.items():
+            if name not in methods or entry[0] < methods[name][0]:
+                methods[name] = entry
+    return methods
+
+
+def _wrong_negotiation(
+    plan: Plan, facts: dict[int, dict[int, Any]], whole: set[int]
+) -> list[StreamPlan]:
+    """The streams dissected with negotiated limits other than their connection's (see
+    :func:`~amqp_codec.analyze.plan.head_negotiation`), set right for dissecting again."""
+    from amqp_codec.analyze.plan import negotiation_of
+
+    wrong: list[StreamPlan] = []
+    for connection in plan.connections:
+        streams = {d: plan.streams[i] for d, i in connection.streams.items()}
+        found = {d: _merged_methods(facts.get(s.id, {})) for d, s in streams.items()}
+        negotiated, tuned_at = negotiation_of(found)
+        for direction, stream in streams.items():
+            # A stream in one region reads its own tune-ok; the server's takes the client's.
+            uses_values = direction == "server" or stream.id not in whole
+            uses_offset = stream.id not in whole
+            if (uses_values and stream.negotiated != negotiated) or (
+                uses_offset and stream.tuned_at != tuned_at.get(direction)
+            ):
+                stream.negotiated, stream.tuned_at = negotiated, None
+                wrong.append(stream)
+    return wrong
 
 
 def _driver_rows(
@@ -621,13 +681,16 @@ def _driver_rows(
     facts: dict[int, dict[int, Any]],
     tcp: dict[int, list[int]],
     extra_problems: dict[int, int],
+    rules: dict[int, Any],
 ) -> None:
-    """Capture problems, unknown protocols, TCP anomalies and the ``connections`` rows."""
+    """Capture problems, unknown protocols, TCP anomalies, heartbeats missed at a connection's
+    end and the ``connections`` rows."""
     from amqp_codec.analyze.streams import (
         StreamEnds,
         _Facts,
         capture_problem_row,
         connection_row,
+        silence_rows,
         tcp_anomaly_rows,
         unknown_protocol_row,
     )
@@ -657,9 +720,7 @@ def _driver_rows(
                 total.problems += part.problems
                 if index == 0:
                     total.spec, total.detected_by = part.spec, part.detected_by
-                for name, entry in part.methods.items():
-                    if name not in total.methods or entry[0] < total.methods[name][0]:
-                        total.methods[name] = entry
+            total.methods = _merged_methods(facts.get(stream_id, {}))
             total.protocol = spec_named(total.spec)
             total.problems += extra_problems.get(stream_id, 0)
             conflicting, out_of_window = tcp.get(stream_id, [0, 0])
@@ -675,6 +736,15 @@ def _driver_rows(
                 driver.add(*row)
             merged[direction] = total
             ends[direction] = StreamEnds(stream.first_ts, stream.last_ts, stream.fin, stream.rst)
+        streams = {d: plan.streams[i] for d, i in connection.streams.items()}
+        for direction, row in silence_rows(
+            connection.name,
+            ends,
+            {d: rules[s.id] for d, s in streams.items() if s.id in rules},
+            {d: s.last_capture for d, s in streams.items()},
+        ):
+            merged[direction].problems += 1
+            driver.add("problems", row)
         driver.add(
             "connections",
             connection_row(connection.key, connection.name, connection.first_capture, ends, merged),

@@ -29,10 +29,12 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..frames import FRAME_OVERHEAD
-from ..inspect.dissector import DEFAULT_SPEC, RESYNC_MAX_PAYLOAD, StreamDissector
+from ..frames import FRAME_OVERHEAD, MethodFrame
+from ..inspect.dissector import DEFAULT_SPEC, RESYNC_MAX_PAYLOAD, FrameEvent, StreamDissector
 from ..protocol import spec_named
-from .scan import Endpoints, PartKey, SplitScan, StreamPart, unwrap
+from . import rules
+from .rules import Negotiated, negotiated_in
+from .scan import HEAD_BYTES, Endpoints, PartKey, SplitScan, StreamPart, unwrap
 from .streams import ConnectionKey, Edge, Follow, Region, connection_name, looks_like_amqp
 
 __all__ = [
@@ -104,6 +106,14 @@ class StreamPlan:
     """The version the connection's head names (regions after the first assume it, or
     0-9-1 when it is not known; the first region checks the guess)."""
     tuned_frame_max: int = 0
+    negotiated: Negotiated | None = None
+    """The client's connection.tune-ok, as the connection's head shows it."""
+    tuned_at: int | None = None
+    """Offset of this side's tune-ok (client) or tune (server) in the head: the negotiated
+    limits hold for the regions after it (see :mod:`.rules`)."""
+    head: bytes | None = None
+    """The stream's first bytes, kept only while the handshake they should show is cut short
+    by a split's end (:func:`head_wanted`)."""
     regions: list[RegionPlan] = field(default_factory=list)
     slices: list[Slice] = field(default_factory=list)
     """Every part of the stream, in split order."""
@@ -112,8 +122,16 @@ class StreamPlan:
     def region(self, plan: RegionPlan) -> Region:
         """The :class:`~.streams.Region` a task dissects for ``plan``."""
         if plan.index == 0:
-            return Region(0, 0, plan.end)
-        return Region(plan.index, plan.start, plan.end, spec_named(self.spec), self.tuned_frame_max)
+            return Region(0, 0, plan.end, negotiated=self.negotiated)
+        return Region(
+            plan.index,
+            plan.start,
+            plan.end,
+            spec_named(self.spec),
+            self.tuned_frame_max,
+            negotiated=self.negotiated,
+            in_force=self.tuned_at is not None and self.tuned_at < plan.start,
+        )
 
 
 @dataclass(slots=True)
@@ -276,12 +294,23 @@ def _plan_connection(
     facts = {direction: _head_facts(head) for direction, (_, head, _) in streams.items()}
     # One version per connection: the client's protocol header names it, else connection.start.
     spec = facts.get("client", (None, 0))[0] or facts.get("server", (None, 0))[0]
+    negotiated, tuned_at = head_negotiation(heads.get("client"), heads.get("server"))
+    # A head cut short by its split's end, before the handshake it should show: the driver
+    # reads the rest from the next splits (see head_wanted) and plans the limits again.
+    cut = any(
+        head is not None and len(head) < HEAD_BYTES and direction not in tuned_at
+        for direction, head in heads.items()
+    )
     for direction, (stream, _head, _first) in streams.items():
         stream.id = len(plan.streams)
         stream.connection = connection.id
         stream.name = name
         stream.spec = spec
         stream.tuned_frame_max = facts[direction][1]
+        stream.negotiated = negotiated
+        stream.tuned_at = tuned_at.get(direction)
+        if cut and _head is not None:
+            stream.head = _head
         stream.regions = [
             RegionPlan(stream.id, r.index, r.start, r.end, r.home, r.slices, r.reads_to_end)
             for r in stream.regions
@@ -300,6 +329,73 @@ def _head_facts(head: bytes | None) -> tuple[str | None, int]:
     dissector.feed(head)
     spec = dissector.spec
     return (None if spec is None else spec.name), dissector.tuned_frame_max
+
+
+#: The frame after which each side's frames answer to the negotiated limits.
+TUNED_BY = {"client": "connection.tune-ok", "server": "connection.tune"}
+
+
+def head_negotiation(
+    client_head: bytes | None, server_head: bytes | None
+) -> tuple[Negotiated | None, dict[str, int]]:
+    """The client's tune-ok and where each side's :data:`TUNED_BY` frame is, as far as the
+    heads show them. The spec holds frames to 4096 bytes until tune-ok, so a conforming
+    client's tune-ok lies in its first 8 KiB; the driver checks the guess after the second
+    pass (:func:`negotiation_of`) and dissects again where it was wrong."""
+    negotiated: Negotiated | None = None
+    tuned_at: dict[str, int] = {}
+    for direction, head in (("client", client_head), ("server", server_head)):
+        if not head:
+            continue
+        for event in StreamDissector().feed(head):
+            if not isinstance(event, FrameEvent) or not isinstance(event.frame, MethodFrame):
+                continue
+            method = event.frame.method
+            if event.frame.channel == 0 and method.NAME == TUNED_BY[direction]:
+                tuned_at[direction] = event.offset
+                if direction == "client":
+                    negotiated = negotiated_in(method)
+                break
+    return negotiated, tuned_at
+
+
+def head_wanted(stream: StreamPlan) -> tuple[int, list[Slice]] | None:
+    """Where the rest of a cut head lies: the offset it stops at, and the later parts that
+    own bytes before :data:`HEAD_BYTES`; None if nothing is missing or nothing more exists."""
+    if stream.head is None:
+        return None
+    have = len(stream.head)
+    wanted = [
+        s for s in stream.slices if s.owned and s.owned[0][0] < HEAD_BYTES and s.owned[-1][1] > have
+    ]
+    return (have, wanted) if wanted else None
+
+
+def plan_limits_again(connection: Connection, streams: Sequence[StreamPlan]) -> None:
+    """Plan the negotiated limits again from the connection's completed heads."""
+    heads = {d: streams[i].head for d, i in connection.streams.items()}
+    negotiated, tuned_at = head_negotiation(heads.get("client"), heads.get("server"))
+    for direction, i in connection.streams.items():
+        stream = streams[i]
+        stream.negotiated, stream.tuned_at = negotiated, tuned_at.get(direction)
+        stream.head = None
+
+
+def negotiation_of(
+    methods: dict[str, dict[str, tuple[int, float, Any]]],
+) -> tuple[Negotiated | None, dict[str, int]]:
+    """What the second pass found: the same as :func:`head_negotiation`, from the first
+    connection-class methods each side's regions decoded (``direction -> name -> (offset,
+    ts, method)``)."""
+    negotiated: Negotiated | None = None
+    tuned_at: dict[str, int] = {}
+    for direction, found in methods.items():
+        entry = found.get(TUNED_BY[direction])
+        if entry is not None:
+            tuned_at[direction] = entry[0]
+            if direction == "client":
+                negotiated = negotiated_in(entry[2])
+    return negotiated, tuned_at
 
 
 def _plan_stream(
@@ -412,6 +508,8 @@ class Verdict:
     """Deferred frame rows, their ``problem`` decided."""
     problems: list[tuple[Any, ...]] = field(default_factory=list)
     """Conditional problem rows that hold."""
+    rules: rules.Edge | None = None
+    """The peer rules at the stream's end, as one pass would have left them."""
 
 
 def check_stream(stream: StreamPlan, edges: Sequence[Edge]) -> Verdict:
@@ -445,7 +543,7 @@ def check_stream(stream: StreamPlan, edges: Sequence[Edge]) -> Verdict:
         owners.append(plan.index)
         expected = edge.end
         tuned = edge.tuned_frame_max
-    return _resolve(edges, owners)
+    return _resolve(edges, owners, stream.direction)
 
 
 def _resync_limit(tuned_frame_max: int) -> int:
@@ -453,8 +551,9 @@ def _resync_limit(tuned_frame_max: int) -> int:
     return max(RESYNC_MAX_PAYLOAD, tuned_frame_max - FRAME_OVERHEAD)
 
 
-def _resolve(edges: Sequence[Edge], owners: list[int]) -> Verdict:
+def _resolve(edges: Sequence[Edge], owners: list[int], direction: str) -> Verdict:
     verdict = Verdict(True)
+    found, texts, verdict.rules = rules.fold(direction, [e.rules for e in edges], owners)
     follows: dict[int, list[Follow]] = {}
     all_known, known = True, set[int]()
     for index, edge in enumerate(edges):
@@ -466,6 +565,8 @@ def _resolve(edges: Sequence[Edge], owners: list[int]) -> Verdict:
                     row[10] = follow.texts.get(offset)
                 elif not (all_known or channel in known):
                     row[10] = None
+                if row[10] is None:  # the peer rules' text, if content had none
+                    row[10] = edge.rule_texts.get(offset) or texts.get(offset)
                 verdict.frames.append(tuple(row))
             for offset, channel, problem in edge.conditional:
                 if _covering(follows.get(channel, ()), sync, offset) is None and (
@@ -477,6 +578,7 @@ def _resolve(edges: Sequence[Edge], owners: list[int]) -> Verdict:
             known = set(edge.known) | (set() if edge.forgot else known)
         for follow in edge.follows:
             follows.setdefault(follow.channel, []).append(follow)
+    verdict.problems.extend(found)
     return verdict
 
 

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from ..capture.packets import TH_SYN, RangeRead, Segment
 from ..capture.tcp import Gap, Piece, place
 from .parquet import TableWriters
-from .plan import RegionPlan, Slice, StreamPlan
-from .scan import PartKey, PartKeys, Split, segments_of, unwrap
+from .plan import Plan, RegionPlan, Slice, StreamPlan, head_wanted, plan_limits_again
+from .scan import HEAD_BYTES, PartKey, PartKeys, Split, segments_of, unwrap
 from .streams import DirectionDissector, Edge, _Facts
 
 __all__ = [
@@ -325,6 +325,41 @@ def run_task(task: Task) -> TaskResult:
     if task.split is not None:
         result.bytes = task.split.end - task.split.start
     return result
+
+
+def complete_heads(plan: Plan, splits: Sequence[Split]) -> int:
+    """Read the rest of the heads that a split's end cut short before their handshake (see
+    :func:`~.plan.head_wanted`), each split parsed only as far as they need (they continue
+    near its start), and plan those connections' limits again. Returns how many."""
+    wanted: dict[int, tuple[int, list[Slice]]] = {}
+    for stream in plan.streams:
+        found = head_wanted(stream)
+        if found is not None:
+            wanted[stream.id] = found
+    lazy: dict[int, _LazySplit] = {}
+    for split in sorted({s.split for _, slices in wanted.values() for s in slices}):
+        windows = {
+            s.key: PartWindow(stream_id, s.offset0, plan.streams[stream_id].fin_offset, s.owned)
+            for stream_id, (_, slices) in wanted.items()
+            for s in slices
+            if s.split == split
+        }
+        lazy[split] = _LazySplit(splits[split], windows)
+    for stream_id, (_, slices) in wanted.items():
+        stream = plan.streams[stream_id]
+        head = bytearray(stream.head or b"")
+        for part in sorted(slices, key=lambda s: s.low):
+            for piece in lazy[part.split].pieces(part.key, len(head)):
+                if piece.offset != len(head) or len(head) >= HEAD_BYTES:
+                    break  # bytes missing from the capture, or enough
+                head += piece.data[: HEAD_BYTES - len(head)]
+        stream.head = bytes(head)
+    done = {plan.streams[i].connection for i in wanted}
+    for connection in done:
+        plan_limits_again(plan.connections[connection], plan.streams)
+    for stream in plan.streams:
+        stream.head = None
+    return len(done)
 
 
 def fallback_region(stream: StreamPlan) -> RegionPlan:

@@ -80,6 +80,16 @@ from ..wire010.frames import (
     DraftMethodFrame,
     start_version,
 )
+from .rules import (
+    HEARTBEAT_MISSED,
+    Finding,
+    Negotiated,
+    PeerRules,
+    Pending,
+    negotiated_in,
+    silence_at_end,
+)
+from .rules import Edge as RulesEdge
 from .tables import PROPERTIES, column_names
 
 __all__ = [
@@ -289,6 +299,11 @@ class Region:
     reads_to_end: bool = True
     """The bytes given to the region run to the end of the stream (else they stop some way
     past the region's end, and running out of them is not the stream's end)."""
+    negotiated: Negotiated | None = None
+    """The client's connection.tune-ok, as far as it is known (see :mod:`.rules`)."""
+    in_force: bool = False
+    """A later region: the negotiated limits hold from its start (this side's tune or
+    tune-ok came before it)."""
 
 
 #: The whole stream as one region: the sequential pass every parallel run must equal.
@@ -339,6 +354,10 @@ class Edge:
     conditional: list[tuple[int, int, tuple[Any, ...]]] = field(default_factory=list)
     """``problems`` rows found for those frames assuming a clean state (offset, channel, row)."""
     follows: list[Follow] = field(default_factory=list)
+    rules: RulesEdge = field(default_factory=RulesEdge)
+    """What the peer rules leave for the driver (see :func:`.rules.fold`)."""
+    rule_texts: dict[int, str] = field(default_factory=dict)
+    """The ``problem`` text the peer rules gave a deferred frame row, by offset."""
 
 
 # Modes of a DirectionDissector
@@ -353,6 +372,7 @@ FOLLOW_LIMIT = 64 * 2**20
 _BATCH_BYTES = 64 * 1024
 _HEARTBEAT_OR_HEADER = (ProtocolHeader, HeartbeatFrame, DraftHeartbeatFrame)
 _CONTENT_FRAMES = (ContentHeaderFrame, ContentBodyFrame, DraftHeaderFrame, DraftBodyFrame)
+_DRAFT_FRAMES = frozenset({DraftMethodFrame, DraftHeaderFrame, DraftBodyFrame, DraftHeartbeatFrame})
 
 
 class DirectionDissector:
@@ -373,6 +393,11 @@ class DirectionDissector:
         self.rows: list[Row] = []  # rows found and not yet handed out by run()
         self.facts = _Facts()
         self.edge = Edge(sync=0 if region.index == 0 else None)
+        self.rules = PeerRules(
+            direction, region.negotiated, in_force=region.in_force, later=region.index > 0
+        )
+        self.edge.rules = self.rules.edge
+        self.rule_text: str | None = None  # the peer rules' text for the last frame
         name = f"{connection} {direction}"
         self.dissector = StreamDissector(name=name)
         self.assembler = MessageAssembler()
@@ -614,6 +639,7 @@ class DirectionDissector:
         self.content.clear()
         self.edge.forgot = True
         self.edge.known.clear()
+        self.rules.forget()
 
     def _events(self, events: Iterable[Any]) -> None:
         end = self.region.end
@@ -741,6 +767,8 @@ class DirectionDissector:
         if self.last_frame is not None:
             if self.last_deferred:
                 self.edge.deferred.append((self.last_frame[4], self.last_frame[5], self.last_frame))
+                if self.rule_text is not None:
+                    self.edge.rule_texts[self.last_frame[4]] = self.rule_text
             else:
                 self.rows.append(("frames", tuple(self.last_frame)))
             self.last_frame = None
@@ -788,11 +816,54 @@ class DirectionDissector:
             and channel not in self.edge.known
             and not isinstance(frame, _HEARTBEAT_OR_HEADER)
         )
+        self.rule_text = None
+        if not isinstance(frame, ProtocolHeader):
+            spec = self.dissector.spec
+            for finding in self.rules.frame(
+                event.end - event.offset,
+                channel,
+                method,
+                ts,
+                checked=spec is not None and spec.wire_format == "0-9",
+            ):
+                self._finding(finding, event.offset, ts, capture)
         if method is not None:
             self.edge.known.add(frame.channel)  # type: ignore[union-attr]
             if method.CLASS_ID == 10 and ts is not None:
                 self.facts.methods.setdefault(method.NAME, (event.offset, ts, method))
         self._assemble(frame, event.offset, ts)
+
+    def _finding(
+        self, finding: Finding, offset: int, ts: float | None, capture: str | None
+    ) -> None:
+        """A frame the receiving peer would refuse: a ``problems`` row now, or one the
+        driver writes if the regions before make it hold."""
+        row = (
+            capture,
+            None,
+            self.connection,
+            self.direction,
+            ts,
+            offset,
+            finding.kind,
+            finding.kind,
+            finding.reply_code,
+            finding.channel,
+            finding.method,
+            None,
+            finding.detail,
+        )
+        if finding.depends:
+            pending = Pending(finding.kind, offset, finding.channel, ts or 0.0, finding.since, row)
+            self.rules.edge.pending.append(pending)
+            return
+        self.facts.problems += 1
+        self.rows.append(("problems", row))
+        if finding.kind != HEARTBEAT_MISSED and self.last_frame is not None:
+            if self.last_frame[10] is None:
+                self.last_frame[10] = finding.detail
+            if self.rule_text is None:
+                self.rule_text = finding.detail
 
     def _method_json(self, method: Method) -> str:
         """The fields JSON of ``method``; repeated methods (same fields) are encoded once."""
@@ -809,9 +880,10 @@ class DirectionDissector:
     def _assemble(self, frame: Frame, offset: int, ts: float | None) -> None:
         if isinstance(frame, (MethodFrame, DraftMethodFrame)) and frame.method.HAS_CONTENT:
             self.content[frame.channel] = (offset, ts or 0.0)
+        # Each assembler ignores the other version's frames: only the frame's own is asked.
+        assembler = self.draft_assembler if type(frame) in _DRAFT_FRAMES else self.assembler
         try:
-            # Each assembler ignores the other version's frames.
-            message = self.assembler.feed(frame) or self.draft_assembler.feed(frame)
+            message = assembler.feed(frame)
         except AMQPDecodeError:
             return  # the dissector reports the same broken sequence as a problem
         if message is not None:
@@ -1211,12 +1283,26 @@ def _analyze_incarnation(
         return
     facts: dict[str, _Facts] = {}
     ends: dict[str, StreamEnds] = {}
+    rules: dict[str, RulesEdge] = {}
+    captures: dict[str, str] = {}
     for direction, stream in (("client", client), ("server", server)):
         if stream is None:
             continue
-        dissected = DirectionDissector(connection=name, direction=direction, bodies=bodies)
+        # The server's frames answer to the client's tune-ok (see .rules): the client first.
+        negotiated = (
+            negotiated_in(_first(facts["client"], "connection.tune-ok"))
+            if ("client" in facts)
+            else None
+        )
+        dissected = DirectionDissector(
+            connection=name,
+            direction=direction,
+            bodies=bodies,
+            region=Region(negotiated=negotiated),
+        )
         yield from dissected.run(stream.pieces_and_gaps)
         facts[direction] = dissected.facts
+        rules[direction] = dissected.rules.edge
         ends[direction] = StreamEnds(stream.first_ts, stream.last_ts, stream.fin, stream.rst)
         pieces = [p for p in stream.pieces_and_gaps if isinstance(p, Piece)]
         last_capture = pieces[-1].capture if pieces else first_capture
@@ -1230,7 +1316,44 @@ def _analyze_incarnation(
         ):
             dissected.facts.problems += 1
             yield row
+        captures[direction] = last_capture
+    for direction, row in silence_rows(name, ends, rules, captures):
+        facts[direction].problems += 1
+        yield ("problems", row)
     yield ("connections", connection_row(key, name, first_capture, ends, facts))
+
+
+def silence_rows(
+    name: str,
+    ends: Mapping[str, StreamEnds],
+    rules: Mapping[str, RulesEdge],
+    captures: Mapping[str, str | None],
+) -> Iterator[tuple[str, tuple[Any, ...]]]:
+    """``problems`` rows for each side silent from its last frame to the connection's end
+    for over twice the heartbeat (see :func:`.rules.silence_at_end`): (direction, row)."""
+    lasts = [e.last_ts for e in ends.values() if e.last_ts is not None]
+    end_ts = max(lasts) if lasts else None
+    for direction in ("client", "server"):
+        finding = silence_at_end(direction, rules.get(direction), end_ts)
+        if finding is not None:
+            yield (
+                direction,
+                (
+                    captures.get(direction),
+                    None,
+                    name,
+                    direction,
+                    rules[direction].last_ts,
+                    None,
+                    finding.kind,
+                    finding.kind,
+                    finding.reply_code,
+                    None,
+                    None,
+                    None,
+                    finding.detail + " (from its last frame to the connection's end)",
+                ),
+            )
 
 
 def _first(facts: _Facts, name: str) -> Method | None:

@@ -169,9 +169,13 @@ PROBLEMS: Columns = (
     Column("timestamp", "double", "time of the packet concerned"),
     Column("offset", "long", "stream offset, for problems in a stream"),
     Column(
-        "kind", "string", "capture, tcp, gap, decode, content-sequence, resync, unknown-protocol"
+        "kind",
+        "string",
+        "capture, tcp, gap, decode, content-sequence, resync, unknown-protocol; what the "
+        "receiving peer would refuse: frame-too-large, wrong-peer, channel-over-max, "
+        "channel-not-open, heartbeat-missed",
     ),
-    Column("error", "string", "exception class or capture problem kind"),
+    Column("error", "string", "exception class, capture problem kind, or the kind again"),
     Column(
         "reply_code", "int", "the AMQP reply code a peer would answer with (501, 502, 503, 505...)"
     ),
@@ -198,7 +202,11 @@ TABLE_DESCRIPTIONS: dict[str, str] = {
     "published once and delivered twice is three rows: one publish, two deliveries.",
     "connections": "One row per AMQP connection, what both directions said joined.",
     "problems": "One row per problem: unreadable or skipped inputs, TCP gaps, decode errors, "
-    "content out of sequence, unknown protocols. A problem is a row, never a failed run.",
+    "content out of sequence, unknown protocols, and frames that decode but that the "
+    "receiving peer would refuse (over the negotiated frame_max or channel_max, on a channel "
+    "not open, sent by the wrong peer, or after a silence over twice the negotiated "
+    "heartbeat), with the reply code it would answer with. A problem is a row, never a "
+    "failed run.",
 }
 
 
