@@ -388,7 +388,8 @@ def test_dissector_prints_nothing(capsys: pytest.CaptureFixture[str]) -> None:
 def test_dissect_does_not_import_the_command_line_or_reporters() -> None:
     code = (
         "import sys, amqp_codec.inspect.dissector; "
-        "print(sorted(m for m in ('argparse', 'amqp_codec.cli', 'amqp_codec.inspect.text') "
+        "print(sorted(m for m in ('argparse', 'amqp_codec.cli', 'amqp_codec.inspect.command', "
+        "'amqp_codec.inspect.text', 'amqp_codec.inspect.jsonlines') "
         "if m in sys.modules))"
     )
     result = subprocess.run(

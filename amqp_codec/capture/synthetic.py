@@ -47,9 +47,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from amqp_codec import HeartbeatFrame, MethodFrame, encode_frame, encode_message
-from amqp_codec.base import Method
-from amqp_codec.v0_9_1 import (
+from ..base import Method
+from ..frames import HeartbeatFrame, MethodFrame, encode_frame, encode_message
+from ..v0_9_1 import (
     Basic,
     BasicProperties,
     Channel,

@@ -51,19 +51,14 @@ __all__ = ["DESCRIPTION", "EPILOG", "FORMATTER", "HELP", "add_arguments", "run"]
 
 #: Bytes read from a capture at a time.
 CHUNK_SIZE = 64 * 1024
-
-
 #: Default number of body bytes shown per body frame.
 DEFAULT_BODY_PREVIEW = 64
-
-
 #: The protocol versions --spec accepts; "detect" lets the decoder find out.
 SPECS: dict[str, ProtocolSpec] = {
     "0-9-1": v0_9_1.SPEC,
     "0-8": v0_8.SPEC,
     "99-0": v0_10_draft.SPEC,
 }
-
 
 EXIT_OK = 0
 EXIT_PROBLEMS = 1

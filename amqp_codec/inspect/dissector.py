@@ -31,7 +31,7 @@ Memory is bounded by the largest frame (or resync candidate) plus one chunk, and
 bodies of messages in progress, which the assembler keeps until they complete (at most
 :data:`~amqp_codec.DEFAULT_MAX_BODY_SIZE` per channel).
 
-Nothing here prints or reads files: see :mod:`amqp_codec.cli` for the command line.
+Nothing here prints or reads files: see :mod:`amqp_codec.inspect.command` for the command.
 """
 
 from __future__ import annotations
