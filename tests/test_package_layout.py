@@ -297,3 +297,27 @@ def test_the_new_paths_do_not_warn() -> None:
         timeout=120,
     )
     assert result.returncode == 0, result.stderr
+
+
+# -- the pictures of the layout ------------------------------------------------------------------
+
+#: Aliases of moved modules: named where they are described, not in the layout.
+DEPRECATED = ("dissect", "report")
+
+
+def test_the_readme_and_the_architecture_page_name_every_package() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    layout = readme.split("## Layout", 1)[1]
+    architecture = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    packages = sorted(
+        p.parent.name
+        for p in (ROOT / PACKAGE).glob("*/__init__.py")
+        if p.parent.name not in DEPRECATED
+    )
+    assert "inspect" in packages and "wire010" in packages
+    for name in packages:
+        assert f"{name}/" in layout, f"README's layout table lacks {name}/"
+        assert f"{name}/" in architecture, f"docs/architecture.md lacks {name}/"
+    tools = [p.name for p in (ROOT / PACKAGE / "inspect").glob("*.py") if p.name != "__init__.py"]
+    for module in tools:
+        assert f"`{module}`" in architecture, f"docs/architecture.md lacks inspect/{module}"
