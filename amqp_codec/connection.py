@@ -73,7 +73,7 @@ from .frames import (
     encode_frame,
     encode_message,
 )
-from .protocol import ProtocolSpec, client_header, spec_for_header
+from .protocol import ProtocolSpec, client_header, default_spec, spec_for_header
 from .sasl import MECHANISMS, parse_response, response_for
 
 __all__ = ["CLIENT_CAPABILITIES", "SERVER_CAPABILITIES", "Connection", "sent_by"]
@@ -298,11 +298,7 @@ class Connection:
     ) -> None:
         if role not in ("client", "server"):
             raise ValueError(f"role must be 'client' or 'server', not {role!r}")
-        resolved = _resolve_spec(spec)
-        if resolved is None:
-            from . import v0_9_1
-
-            resolved = v0_9_1.SPEC
+        resolved = _resolve_spec(spec) or default_spec()
         if resolved.wire_format != "0-9":
             raise ValueError(f"the connection layer speaks AMQP 0-8 and 0-9-1, not {resolved.name}")
         if role == "client" and mechanism not in MECHANISMS:

@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from amqp_codec.dissect import StreamDissector
+from amqp_codec.inspect.dissector import StreamDissector
 
 MB = 1024 * 1024
 ROOT = Path(__file__).resolve().parent.parent

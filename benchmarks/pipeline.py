@@ -1,6 +1,6 @@
 """Capture-analysis throughput: ``python -m benchmarks.pipeline [--size 1G] [--json FILE]``.
 
-On a generated multi-file capture set (``tools.gen_captures``: rotated pcap and pcapng files,
+On a generated multi-file capture set (:mod:`amqp_codec.capture.synthetic`: rotated pcap and pcapng files,
 many concurrent AMQP 0-9-1 connections, cached between runs), measures:
 
 * ``read_capture`` alone: :func:`amqp_codec.capture.packets.read_capture` over every file in
@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tools.gen_captures import GENERATOR_VERSION, CaptureSet, Counts, generate, parse_size
+from amqp_codec.capture.synthetic import GENERATOR_VERSION, CaptureSet, Counts, generate, parse_size
 
 __all__ = ["Result", "main"]
 

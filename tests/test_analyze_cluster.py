@@ -15,11 +15,7 @@ from pathlib import Path
 import pytest
 from spark_cluster import SparkCluster, java_missing, spark_cluster
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from tools.gen_captures import CaptureSet, generate  # noqa: E402
+from amqp_codec.capture.synthetic import CaptureSet, generate
 
 pytestmark = pytest.mark.skipif(java_missing() is not None, reason=str(java_missing()))
 

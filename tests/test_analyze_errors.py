@@ -362,12 +362,12 @@ def test_a_bug_is_one_line_naming_the_log_file(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     from amqp_codec import cli
-    from amqp_codec.analyze import logs
+    from amqp_codec.analyze import command, logs
 
     def broken(*args: object) -> int:
         raise RuntimeError("something of ours broke")
 
-    monkeypatch.setattr(cli, "run_from_args", broken)
+    monkeypatch.setattr(command, "run_from_args", broken)
     monkeypatch.setattr(logs, "_path", str(tmp_path / "analyze.log"))
     status = cli.main(["analyze", str(captures), "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err

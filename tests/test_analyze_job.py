@@ -41,9 +41,9 @@ from amqp_codec.analyze.streams import REDACTED, connection_name, endpoints
 from amqp_codec.capture.packets import Segment, read_capture
 from amqp_codec.capture.tcp import connection_key, reassemble, syn_servers
 from amqp_codec.cli import main
-from amqp_codec.dissect import StreamDissector
 from amqp_codec.frames import MethodFrame
-from amqp_codec.report import JsonReporter
+from amqp_codec.inspect.dissector import StreamDissector
+from amqp_codec.inspect.jsonlines import JsonReporter
 from amqp_codec.v0_9_1 import Basic, Connection
 
 __all__ = ["spark"]  # the session fixture, imported for pytest
@@ -199,7 +199,7 @@ def _reference(data: bytes) -> list[dict[str, Any]]:
     buffer = io.StringIO()
     reporter = JsonReporter(buffer, 0)
     dissector = StreamDissector()
-    from amqp_codec.cli import _report  # the decode command's own event routing
+    from amqp_codec.inspect.command import _report  # the decode command's own event routing
 
     spec = _report(reporter, "stream", dissector.feed(data), dissector.spec or _default())
     _report(reporter, "stream", dissector.finish(), spec)
@@ -233,7 +233,7 @@ def _reference(data: bytes) -> list[dict[str, Any]]:
 
 
 def _default() -> Any:
-    from amqp_codec.dissect import DEFAULT_SPEC
+    from amqp_codec.inspect.dissector import DEFAULT_SPEC
 
     return DEFAULT_SPEC
 

@@ -26,8 +26,8 @@ from amqp_codec.analyze.streams import (
 )
 from amqp_codec.analyze.tables import PROPERTIES, column_names
 from amqp_codec.capture.packets import Segment, read_capture
-from amqp_codec.dissect import FrameEvent, ProblemEvent, ResyncEvent, StreamDissector
 from amqp_codec.frames import ContentBodyFrame, MethodFrame
+from amqp_codec.inspect.dissector import FrameEvent, ProblemEvent, ResyncEvent, StreamDissector
 from amqp_codec.v0_9_1 import Basic, Channel, Connection
 
 

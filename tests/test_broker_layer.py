@@ -197,7 +197,7 @@ def _block_after(path: str, heading: str, fence: str) -> str:
 @pytest.mark.parametrize(
     ("path", "heading", "fence"),
     [
-        ("README.md", "### Connections: the protocol", "```py\n"),
+        ("docs/getting-started.md", "## Connections: the protocol", "```py\n"),
         ("docs/connection.md", "## A publisher and a consumer", "```python\n"),
     ],
 )

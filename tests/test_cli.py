@@ -25,7 +25,8 @@ from amqp_codec import (
     encode_frame,
     encode_message,
 )
-from amqp_codec.dissect import StreamDissector
+from amqp_codec.inspect import command as decode_command
+from amqp_codec.inspect.dissector import StreamDissector
 from amqp_codec.v0_9_1 import Basic, BasicProperties, Channel, Connection, Queue
 
 REPO = Path(__file__).resolve().parent.parent
@@ -693,7 +694,7 @@ def test_chunking_does_not_change_the_output(
     data = data[: OFFSETS[I_HEARTBEAT]] + b"\x08\x00\x00junk" + data[OFFSETS[I_HEARTBEAT] : -2]
     path = write(tmp_path, data)
     expected = run(capsys, "decode", path)
-    monkeypatch.setattr(cli, "CHUNK_SIZE", chunk_size)
+    monkeypatch.setattr(decode_command, "CHUNK_SIZE", chunk_size)
     assert run(capsys, "decode", path) == expected
     assert expected[0] == 1
     assert expected[1].count("!!! PROBLEM") == 3
@@ -705,8 +706,8 @@ def test_large_stream_is_read_in_chunks(tmp_path: Path) -> None:
     data = CLIENT[: OFFSETS[I_PUBLISH]] + message * count
     dissector = StreamDissector(name="big")
     largest = 0
-    for start in range(0, len(data), cli.CHUNK_SIZE):
-        dissector.feed(data[start : start + cli.CHUNK_SIZE])
+    for start in range(0, len(data), decode_command.CHUNK_SIZE):
+        dissector.feed(data[start : start + decode_command.CHUNK_SIZE])
         largest = max(largest, dissector.buffered)
     dissector.finish()
     stats = dissector.stats
@@ -828,7 +829,7 @@ def test_problem_details_do_not_depend_on_chunking(
 ) -> None:
     path = write(tmp_path, _overrunning_table_stream())
     expected = run(capsys, "decode", path)
-    monkeypatch.setattr(cli, "CHUNK_SIZE", 1)
+    monkeypatch.setattr(decode_command, "CHUNK_SIZE", 1)
     assert run(capsys, "decode", path) == expected
 
 

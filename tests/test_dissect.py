@@ -17,7 +17,7 @@ from amqp_codec import (
     ProtocolSpec,
     encode_frame,
 )
-from amqp_codec.dissect import (
+from amqp_codec.inspect.dissector import (
     Event,
     FrameEvent,
     Problem,
@@ -387,8 +387,9 @@ def test_dissector_prints_nothing(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_dissect_does_not_import_the_command_line_or_reporters() -> None:
     code = (
-        "import sys, amqp_codec.dissect; "
-        "print(sorted(m for m in ('argparse', 'amqp_codec.cli', 'amqp_codec.report') "
+        "import sys, amqp_codec.inspect.dissector; "
+        "print(sorted(m for m in ('argparse', 'amqp_codec.cli', 'amqp_codec.inspect.command', "
+        "'amqp_codec.inspect.text', 'amqp_codec.inspect.jsonlines') "
         "if m in sys.modules))"
     )
     result = subprocess.run(

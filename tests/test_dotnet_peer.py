@@ -29,7 +29,7 @@ from amqp_codec import (
     v0_8,
     v0_9_1,
 )
-from amqp_codec.dissect import FrameEvent, ProblemEvent, ResyncEvent, StreamDissector
+from amqp_codec.inspect.dissector import FrameEvent, ProblemEvent, ResyncEvent, StreamDissector
 from amqp_codec.table import reread_decimal
 from tools.record_proxy import RecordingProxy
 

@@ -1,9 +1,10 @@
-"""tools.gen_captures writes valid captures of valid AMQP: checked with dpkt and the codec."""
+"""amqp_codec.capture.synthetic writes valid captures of valid AMQP: checked with dpkt and the codec."""
 
 from __future__ import annotations
 
 import json
 import struct
+import subprocess
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -11,13 +12,9 @@ from pathlib import Path
 import dpkt
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from amqp_codec import NEED_DATA, FrameDecoder, MessageAssembler, ProtocolHeader  # noqa: E402
-from amqp_codec.v0_9_1 import Basic, Connection  # noqa: E402
-from tools.gen_captures import CaptureSet, generate, parse_size  # noqa: E402
+from amqp_codec import NEED_DATA, FrameDecoder, MessageAssembler, ProtocolHeader
+from amqp_codec.capture.synthetic import CaptureSet, generate, parse_size
+from amqp_codec.v0_9_1 import Basic, Connection
 
 
 def _ones_complement(data: bytes) -> int:
@@ -147,3 +144,21 @@ def test_parse_size() -> None:
     assert parse_size("64m") == 64 << 20
     assert parse_size("1.5K") == 1536
     assert parse_size("1000") == 1000
+
+
+def test_the_command_line_writes_the_same_set(tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parent.parent
+    args = ["--size", "64K", "--files", "2", "--seed", "3"]
+    result = subprocess.run(
+        [sys.executable, "-m", "tools.gen_captures", str(tmp_path / "cli"), *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "2 files" in result.stdout
+    direct = generate(tmp_path / "direct", 64 * 1024, 2, seed=3)
+    written = sorted((tmp_path / "cli").glob("capture-*"))
+    assert [p.name for p in written] == [p.name for p in direct.files]
+    assert [p.read_bytes() for p in written] == [p.read_bytes() for p in direct.files]

@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 
 from amqp_codec import NEED_DATA, AMQPDecodeError, FrameDecoder
-from amqp_codec import dissect as dissect_module
 from amqp_codec import v0_10_draft as draft
 from amqp_codec.capture import CaptureProblem, packets, read_capture
 from amqp_codec.errors import FrameSyntaxError
+from amqp_codec.inspect import dissector as dissect_module
+from amqp_codec.inspect import resync as resync_module
 from amqp_codec.table import decode_table
 from amqp_codec.wire010 import Array, encode_array, encode_draft_frame
 from amqp_codec.wire010 import table as wire010_table
@@ -190,7 +191,8 @@ class _CountingDecoder(FrameDecoder):
 
 
 def _bytes_fed_to_decoders(data: bytes, chunk: int, monkeypatch: pytest.MonkeyPatch) -> int:
-    monkeypatch.setattr(dissect_module, "FrameDecoder", _CountingDecoder)
+    monkeypatch.setattr(dissect_module, "FrameDecoder", _CountingDecoder)  # resumed decoders
+    monkeypatch.setattr(resync_module, "FrameDecoder", _CountingDecoder)  # trial decodes
     _CountingDecoder.fed = 0
     dissector = dissect_module.StreamDissector()
     for start in range(0, len(data), chunk):

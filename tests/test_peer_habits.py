@@ -39,7 +39,8 @@ from amqp_codec import (
     v0_8,
     v0_9_1,
 )
-from amqp_codec.dissect import FrameEvent, ProblemEvent, ResyncEvent, StreamDissector
+from amqp_codec.inspect import command as decode_command
+from amqp_codec.inspect.dissector import FrameEvent, ProblemEvent, ResyncEvent, StreamDissector
 from amqp_codec.table import reread_decimal
 
 HEADER_0_8 = b"AMQP\x01\x01\x08\x00"
@@ -141,7 +142,7 @@ def decode_cli(capsys: pytest.CaptureFixture[str], tmp_path: Path, data: bytes) 
     path.write_bytes(data)
     status = cli.main(["decode", str(path)])
     out = capsys.readouterr().out
-    assert status == cli.EXIT_OK, out
+    assert status == decode_command.EXIT_OK, out
     assert "problems: 0" in out
     return out
 

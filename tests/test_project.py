@@ -78,10 +78,16 @@ def test_main_job_runs_on_the_shipped_samples(tmp_path: Path) -> None:
     assert (tmp_path / "analysis" / "report.html").stat().st_size > 0
 
 
-def test_readme_python_examples_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+@pytest.mark.parametrize(
+    ("page", "at_least"),
+    [("README.md", 1), ("docs/getting-started.md", 4), ("docs/commands/decode.md", 1)],
+)
+def test_documented_python_examples_run(
+    page: str, at_least: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = (ROOT / page).read_text(encoding="utf-8")
     blocks = re.findall(r"```python\n(.*?)```", text, re.S)
-    assert len(blocks) >= 3
+    assert len(blocks) >= at_least
     monkeypatch.chdir(ROOT)
     for block in blocks:
-        exec(compile(block, "README.md", "exec"), {"print": lambda *args: None})
+        exec(compile(block, page, "exec"), {"print": lambda *args: None})

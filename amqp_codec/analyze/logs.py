@@ -7,8 +7,9 @@ Python workers it starts) write there for their whole life, while Python's own `
 is given back the terminal. py4j's Python loggers, which print tracebacks when a call is
 interrupted, are raised to CRITICAL the same way.
 
-The same file receives the traceback of a bug of ours (see :mod:`amqp_codec.cli`), so that
-the one line the user sees can name where the details are.
+The same file receives the traceback of a bug of ours (see
+:mod:`amqp_codec.analyze.command`), so that the one line the user sees can name where the
+details are.
 """
 
 from __future__ import annotations

@@ -29,8 +29,8 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..dissect import DEFAULT_SPEC, RESYNC_MAX_PAYLOAD, FrameEvent, StreamDissector
 from ..frames import FRAME_OVERHEAD, MethodFrame
+from ..inspect.dissector import DEFAULT_SPEC, RESYNC_MAX_PAYLOAD, FrameEvent, StreamDissector
 from ..protocol import spec_named
 from . import rules
 from .rules import Negotiated, negotiated_in

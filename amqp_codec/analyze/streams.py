@@ -1,7 +1,7 @@
 """One direction's stream, or a region of it, into table rows; one connection in one pass.
 
 A :class:`DirectionDissector` dissects a direction's bytes (pieces and gaps, in stream order)
-with a :class:`~amqp_codec.dissect.StreamDissector` (gaps become problems and decoding
+with a :class:`~amqp_codec.inspect.dissector.StreamDissector` (gaps become problems and decoding
 resumes after them), assembles messages with a :class:`~amqp_codec.MessageAssembler`, and
 builds ``frames``, ``messages`` and ``problems`` rows. Given a :class:`Region`, it does that
 for one part of a long stream, as the job's parallel tasks do (see
@@ -30,7 +30,6 @@ from __future__ import annotations
 import bisect
 import hashlib
 import json
-import re
 import struct
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -49,18 +48,6 @@ from ..capture.tcp import (
     syn_servers,
 )
 from ..credentials import secret_fields
-from ..decoder import NEED_DATA, FrameDecoder
-from ..dissect import (
-    DEFAULT_SPEC,
-    PROTOCOL_HEADER_NAME,
-    FrameEvent,
-    Problem,
-    ProblemEvent,
-    ResyncEvent,
-    SpecEvent,
-    StreamDissector,
-    plausible_frame_end,
-)
 from ..errors import AMQPDecodeError
 from ..frames import (
     FRAME_END,
@@ -71,8 +58,19 @@ from ..frames import (
     MethodFrame,
     ProtocolHeader,
 )
+from ..inspect.dissector import (
+    DEFAULT_SPEC,
+    PROTOCOL_HEADER_NAME,
+    FrameEvent,
+    Problem,
+    ProblemEvent,
+    ResyncEvent,
+    SpecEvent,
+    StreamDissector,
+)
+from ..inspect.resync import decodes_alone, framing, plausible_frame_end
+from ..inspect.values import draft_flag_names, json_properties, json_struct, json_value
 from ..protocol import ProtocolSpec, default_spec
-from ..report import _json_properties, _json_value, draft_flag_names, json_struct
 from ..table import decode_table
 from ..wire010.assembly import DraftMessage, DraftMessageAssembler
 from ..wire010.frames import (
@@ -170,7 +168,7 @@ def method_fields(method: Method) -> dict[str, Any]:
     :func:`amqp_codec.credentials.secret_fields` names)."""
     hidden = secret_fields(method)
     return {
-        spec.name: REDACTED if spec.name in hidden else _json_value(getattr(method, spec.attr))
+        spec.name: REDACTED if spec.name in hidden else json_value(getattr(method, spec.attr))
         for spec in type(method).FIELDS
     }
 
@@ -191,7 +189,7 @@ def frame_fields(frame: Frame) -> dict[str, Any] | None:
             "body_size": frame.body_size,
             "weight": frame.weight,
             "property_flags": frame.properties.flags,
-            "properties": _json_properties(frame.properties),
+            "properties": json_properties(frame.properties),
         }
     if isinstance(frame, ProtocolHeader):
         return {
@@ -1018,7 +1016,7 @@ def find_sync(
     checked against where the previous region's frames actually ended, and a wrong guess
     costs a second pass over the stream.
     """
-    pattern = _FRAME_START if spec.wire_format == "0-9" else _DRAFT_START
+    pattern = framing(spec).start
     n = len(data)
     pos = 0
     while True:
@@ -1036,10 +1034,6 @@ def find_sync(
             return None
 
 
-_FRAME_START = re.compile(b"[\x01\x02\x03\x08]")
-_DRAFT_START = re.compile(b"[\x00-\x0f][\x01\x02\x03\x08]")
-
-
 def _chain(
     data: bytes | bytearray, pos: int, spec: ProtocolSpec, tuned_frame_max: int, final: bool
 ) -> bool | None:
@@ -1047,7 +1041,7 @@ def _chain(
     n = len(data)
     frames = 0
     cursor = pos
-    header = 7 if spec.wire_format == "0-9" else 12
+    header = framing(spec).header_size
     while frames < SYNC_CHAIN:
         if cursor + header > n:
             return (frames > 0) if final else None
@@ -1058,22 +1052,13 @@ def _chain(
             return (frames > 0) if final else None
         if data[end] != FRAME_END:
             return False
-        if frames == 0 and not _decodes(bytes(data[cursor : end + 1]), spec):
+        if frames == 0 and not decodes_alone(bytes(data[cursor : end + 1]), spec):
             return False
         frames += 1
         cursor = end + 1
         if cursor == n:
             return True if final else None
     return True
-
-
-def _decodes(candidate: bytes, spec: ProtocolSpec) -> bool:
-    trial = FrameDecoder(spec)
-    trial.receive_data(candidate)
-    try:
-        return trial.next_frame() is not NEED_DATA
-    except Exception:  # AMQPDecodeError, or a codec bug: either way not believable
-        return False
 
 
 def _problem_kind(problem: Problem) -> str:
@@ -1098,7 +1083,7 @@ def draft_message_properties(message: DraftMessage) -> tuple[Any, ...]:
             if value is None or attr not in _PROPERTY_COLUMNS or attr in values:
                 continue
             if spec.wire_type in ("table", "struct"):
-                values[attr] = _dumps(_json_value(value))
+                values[attr] = _dumps(json_value(value))
             elif isinstance(value, str):
                 values[attr] = text(value)
             elif attr == "expiration":  # a timestamp here, a string in 0-9
@@ -1120,7 +1105,7 @@ def message_properties(props: Properties) -> tuple[Any, ...]:
         if value is None:
             continue
         if spec.wire_type == "table":
-            values[spec.attr] = _dumps(_json_value(value))
+            values[spec.attr] = _dumps(json_value(value))
         elif isinstance(value, str):
             values[spec.attr] = text(value)
         elif isinstance(value, int):
@@ -1440,8 +1425,8 @@ def connection_row(
         c.detected_by or s.detected_by,
         min(firsts) if firsts else None,
         max(lasts) if lasts else None,
-        None if client_props is None else _dumps(_json_value(client_props)),
-        None if server_props is None else _dumps(_json_value(server_props)),
+        None if client_props is None else _dumps(json_value(client_props)),
+        None if server_props is None else _dumps(json_value(server_props)),
         _table_text(client_props, "product"),
         _table_text(client_props, "version") or _table_text(client_props, "product_version"),
         _table_text(client_props, "platform"),

@@ -155,7 +155,13 @@ def main(argv: list[str] | None = None) -> int:
             import amqp_codec
 
             for module in pkgutil.walk_packages(amqp_codec.__path__, "amqp_codec."):
-                skip = ("amqp_codec.analyze", "amqp_codec.cli", "amqp_codec.__main__")
+                skip = (
+                    "amqp_codec.analyze",
+                    "amqp_codec.cli",
+                    "amqp_codec.__main__",
+                    "amqp_codec.dissect",  # deprecated aliases
+                    "amqp_codec.report",
+                )
                 if not module.name.startswith(skip):
                     importlib.import_module(module.name)
 

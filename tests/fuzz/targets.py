@@ -29,7 +29,7 @@ from amqp_codec import v0_10_draft as draft
 from amqp_codec.address import AddressError, parse
 from amqp_codec.capture import Segment, connection_key, read_capture, reassemble
 from amqp_codec.capture import packets as capture_packets
-from amqp_codec.dissect import FrameEvent, ProblemEvent, ResyncEvent, StreamDissector
+from amqp_codec.inspect.dissector import FrameEvent, ProblemEvent, ResyncEvent, StreamDissector
 from amqp_codec.protocol import ProtocolSpec
 from amqp_codec.table import FieldArray, FieldTable, decode_table, encode_table
 from amqp_codec.wire010 import table as table010

@@ -22,7 +22,7 @@ message is complete, a message unfinished at the end) is checked with a
 :class:`~amqp_codec.MessageAssembler` (99-0 framesets with a
 :class:`~amqp_codec.wire010.DraftMessageAssembler`) and reported as a 505 problem whose
 source is ``content-sequence``. 99-0's 12-byte frame header has its own resync heuristic
-(:func:`_draft_frame_end`).
+(:mod:`amqp_codec.inspect.resync`, where the analysis finds its regions' first frames too).
 
 Bytes missing from a capture (a TCP gap) are announced with :meth:`StreamDissector.gap`:
 the dissector resynchronises after them as after a decode error.
@@ -31,27 +31,22 @@ Memory is bounded by the largest frame (or resync candidate) plus one chunk, and
 bodies of messages in progress, which the assembler keeps until they complete (at most
 :data:`~amqp_codec.DEFAULT_MAX_BODY_SIZE` per channel).
 
-Nothing here prints or reads files: see :mod:`amqp_codec.cli` for the command line.
+Nothing here prints or reads files: see :mod:`amqp_codec.inspect.command` for the command.
 """
 
 from __future__ import annotations
 
-import re
-import struct
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
-from . import v0_9_1
-from .assembly import MessageAssembler
-from .decoder import NEED_DATA, FrameDecoder, stream_ended_error
-from .errors import AMQPDecodeError, UnsupportedProtocolError
-from .frames import (
-    FRAME_BODY,
+from .. import v0_9_1
+from ..assembly import MessageAssembler
+from ..decoder import NEED_DATA, FrameDecoder, stream_ended_error
+from ..errors import AMQPDecodeError, UnsupportedProtocolError
+from ..frames import (
     FRAME_END,
     FRAME_HEADER,
-    FRAME_HEARTBEAT,
     FRAME_METHOD,
     FRAME_OVERHEAD,
     ContentBodyFrame,
@@ -62,10 +57,11 @@ from .frames import (
     ProtocolHeader,
     bad_frame_end,
 )
-from .protocol import ProtocolSpec
-from .wire010 import frames as wire010
-from .wire010.assembly import DraftMessageAssembler
-from .wire010.frames import DraftBodyFrame, DraftHeaderFrame, DraftHeartbeatFrame, DraftMethodFrame
+from ..protocol import ProtocolSpec
+from ..wire010 import frames as wire010
+from ..wire010.assembly import DraftMessageAssembler
+from ..wire010.frames import DraftBodyFrame, DraftHeaderFrame, DraftHeartbeatFrame, DraftMethodFrame
+from .resync import NINE, RESYNC_MAX_PAYLOAD, Framing, decodes_alone, framing, plausible_frame_end
 
 __all__ = [
     "DEFAULT_SPEC",
@@ -85,9 +81,6 @@ __all__ = [
     "plausible_frame_end",
 ]
 
-#: After a decode error, a candidate frame start with a payload larger than this is not
-#: believed unless ``frame_max`` (or a connection.tune / tune-ok seen in the stream) allows it.
-RESYNC_MAX_PAYLOAD = 1024 * 1024
 #: Resynchronisation work budget, in bytes of candidate frames decoded on trial (or fed to a
 #: decoder that resumed, before it catches up with the stream): this much to start with, plus
 #: :data:`RESYNC_WORK_PER_BYTE` per byte of the stream passed. Trial decodes of overlapping
@@ -102,11 +95,6 @@ DEFAULT_SPEC: ProtocolSpec = v0_9_1.SPEC
 PROTOCOL_HEADER_NAME = "protocol-header"
 
 _SEQUENCE = "content-sequence"
-_unpack_frame_header = struct.Struct(">BHI").unpack_from
-# Resync: a frame can only start on one of the known frame-type octets.
-_FRAME_TYPE_OCTET = re.compile(b"[\x01\x02\x03\x08]")
-# 99-0 resync: a flags octet (upper nibble zero) followed by a known segment type octet.
-_DRAFT_FRAME_START = re.compile(b"[\x00-\x0f][\x01\x02\x03\x08]")
 _DRAFT_TYPES: dict[type, str] = {
     DraftMethodFrame: "method",
     DraftHeaderFrame: "header",
@@ -526,7 +514,7 @@ class StreamDissector:
         fed = self._fed
         if self._fed_end:  # a header was fed: the frame ends at _fed_end
             end = self._fed_end
-            frame_start = fed - self._header_size()
+            frame_start = fed - self._framing().header_size
             if end >= stream_end:
                 if not self._eof:
                     return "wait"
@@ -550,20 +538,16 @@ class StreamDissector:
             self._fed = end + 1
             self._fed_end = 0
             return "fed"
-        header_size = self._header_size()
+        layout = self._framing()
+        header_size = layout.header_size
         if stream_end - fed < header_size:
             if fed == stream_end and not self._eof:
                 self._catching_up = False  # caught up: chunks go straight to the decoder
                 return "wait"
             return self._feed_rest_at_eof()
         i = fed - window_base
-        if header_size == 7:
-            frame_type, channel, size = _unpack_frame_header(window, i)
-            end = fed + 7 + size
-        else:
-            frame_type = window[i + 1]
-            channel = int.from_bytes(window[i + 6 : i + 8], "big")
-            end = fed + int.from_bytes(window[i + 2 : i + 4], "big")
+        frame_type, channel, end = layout.header(window, i)
+        end += window_base
         decoder.receive_data(bytes(window[i : i + header_size]))
         self._fed = fed + header_size
         self._fed_end = max(end, self._fed)  # a size too small for a frame: the decoder refuses it
@@ -584,9 +568,8 @@ class StreamDissector:
         self._catching_up = False
         return "fed"
 
-    def _header_size(self) -> int:
-        spec = self._spec or DEFAULT_SPEC
-        return 7 if spec.wire_format == "0-9" else wire010.HEADER_SIZE
+    def _framing(self) -> Framing:
+        return framing(self._spec or DEFAULT_SPEC)
 
     def _pay(self, cost: int, offset: int) -> bool:
         """Spend ``cost`` bytes of resync work at stream ``offset``, if the budget allows."""
@@ -699,26 +682,16 @@ class StreamDissector:
         false positive this cannot rule out; they show up as frames inside the skipped range.
         """
         spec = self._spec or DEFAULT_SPEC
-        if spec.wire_format == "0-9":
-            return self._scan_for(spec, _FRAME_TYPE_OCTET, 7, self._resync_limit(), _frame_end)
+        layout = framing(spec)
+        if layout is NINE:
+            return self._scan_for(spec, layout, self._resync_limit())
         limit = min(self.frame_max or wire010.MAX_FRAME_SIZE, wire010.MAX_FRAME_SIZE)
-        # The last octet may be a 99-0 flags octet whose type octet has not arrived yet.
-        return self._scan_for(
-            spec, _DRAFT_FRAME_START, wire010.HEADER_SIZE, limit, _draft_frame_end, keep=1
-        )
+        return self._scan_for(spec, layout, limit)
 
-    def _scan_for(
-        self,
-        spec: ProtocolSpec,
-        start: re.Pattern[bytes],
-        header_size: int,
-        limit: int,
-        frame_end: Callable[[bytearray, int, int], int | None],
-        keep: int = 0,
-    ) -> bool:
-        """:meth:`_scan` for one framing: ``start`` finds candidate first octets,
-        ``frame_end`` gives a plausible candidate's frame-end offset (None: not plausible);
-        ``keep`` octets at the window's end are kept for a start that may not be whole."""
+    def _scan_for(self, spec: ProtocolSpec, layout: Framing, limit: int) -> bool:
+        """:meth:`_scan` in one framing (:mod:`amqp_codec.inspect.resync`), for candidates
+        whose payload is at most ``limit``."""
+        start, header_size, frame_end = layout.start, layout.header_size, layout.frame_end
         window = self._window
         base = self._window_base
         n = len(window)
@@ -726,7 +699,7 @@ class StreamDissector:
         while True:
             match = start.search(window, pos)
             if match is None:
-                pos = max(pos, n - keep)
+                pos = max(pos, n - layout.keep)
                 break
             pos = match.start()
             if pos + header_size > n:
@@ -769,20 +742,12 @@ class StreamDissector:
         Body and heartbeat frames are decoded from their header alone, which the plausibility
         check has seen; method and header frames are decoded on trial, within the work budget.
         """
-        frame_type = window[pos] if spec.wire_format == "0-9" else window[pos + 1]
+        frame_type = framing(spec).header(window, pos)[0]
         if frame_type not in (FRAME_METHOD, FRAME_HEADER):
             return True
         if not self._pay(end + 1 - pos, base + pos):
             return False
-        return self._decodes(bytes(window[pos : end + 1]), spec)
-
-    def _decodes(self, candidate: bytes, spec: ProtocolSpec) -> bool:
-        trial = FrameDecoder(spec, frame_max=self.frame_max or None)
-        trial.receive_data(candidate)
-        try:
-            return trial.next_frame() is not NEED_DATA
-        except Exception:  # AMQPDecodeError, or a codec bug: either way not believable
-            return False
+        return decodes_alone(bytes(window[pos : end + 1]), spec, self.frame_max or None)
 
     def _resume(self, offset: int, spec: ProtocolSpec) -> None:
         self._events.append(ResyncEvent(self._skip_start, offset, resumed=True))
@@ -802,80 +767,3 @@ class StreamDissector:
         if drop > 0:
             del self._window[:drop]
             self._window_base = offset
-
-
-def plausible_frame_end(
-    spec: ProtocolSpec, data: bytes | bytearray, pos: int, tuned_frame_max: int = 0
-) -> int | None:
-    """The offset of the frame-end octet of a frame starting at ``data[pos]`` if its header
-    is plausible for ``spec``'s framing (as the resync of :class:`StreamDissector` judges it,
-    for a stream whose connection.tune said ``tuned_frame_max``), else None. The header must
-    be whole in ``data``; the end may lie beyond it."""
-    if spec.wire_format == "0-9":
-        if pos + 7 > len(data):
-            return None
-        limit = max(RESYNC_MAX_PAYLOAD, tuned_frame_max - FRAME_OVERHEAD)
-        end = _frame_end(bytearray(data[pos : pos + 7]), 0, limit)
-        return None if end is None else pos + end
-    if pos + wire010.HEADER_SIZE > len(data):
-        return None
-    header = bytearray(data[pos : pos + wire010.HEADER_SIZE])
-    end = _draft_frame_end(header, 0, wire010.MAX_FRAME_SIZE)
-    return None if end is None else pos + end
-
-
-def _frame_end(window: bytearray, pos: int, limit: int) -> int | None:
-    """The frame-end offset of a plausible 0-9 frame header at ``window[pos:]``, else None."""
-    frame_type, channel, size = _unpack_frame_header(window, pos)
-    if size > limit or not _header_plausible(frame_type, channel, size):
-        return None
-    end: int = pos + 7 + size
-    return end
-
-
-def _draft_frame_end(window: bytearray, pos: int, limit: int) -> int | None:
-    """The frame-end offset of a plausible 99-0 frame header at ``window[pos:]``, else None.
-
-    A candidate at offset p is believed when its flags octet has a zero upper nibble and
-    its type octet is a known segment type; the header's reserved octets are zero and its
-    size (header included) is at least 12 and at most the ``frame_max`` given (else the
-    16-bit field's own limit); a method or header frame holds a whole segment (b and e set);
-    a header or body frame is on a non-zero channel, a heartbeat has no payload; the octet
-    at p + size is 0xCE; and the frame decodes on its own with the stream's spec.
-    """
-    if not _draft_header_plausible(window, pos, limit):
-        return None
-    return pos + int.from_bytes(window[pos + 2 : pos + 4], "big")
-
-
-def _draft_header_plausible(window: bytearray, pos: int, limit: int) -> bool:
-    """Whether the 12-byte 99-0 frame header at ``window[pos:]`` could start a real frame."""
-    try:
-        size = wire010.frame_size(bytes(window[pos : pos + wire010.HEADER_SIZE]), 0)
-    except AMQPDecodeError:
-        return False
-    if size > limit:
-        return False
-    flags, frame_type = window[pos], window[pos + 1]
-    channel = int.from_bytes(window[pos + 6 : pos + 8], "big")
-    whole = flags & wire010.WHOLE_SEGMENT == wire010.WHOLE_SEGMENT
-    if frame_type == wire010.FRAME_METHOD:
-        return whole and size >= wire010.HEADER_SIZE + 2
-    if frame_type == wire010.FRAME_HEADER:
-        return whole and channel != 0
-    if frame_type == wire010.FRAME_BODY:
-        return channel != 0
-    return size == wire010.HEADER_SIZE  # heartbeat
-
-
-def _header_plausible(frame_type: int, channel: int, size: int) -> bool:
-    """Whether a frame header could start a real frame (before its payload is looked at)."""
-    if frame_type == FRAME_METHOD:
-        return size >= 4
-    if frame_type == FRAME_HEADER:
-        return channel != 0 and size >= 14
-    if frame_type == FRAME_BODY:
-        return channel != 0
-    if frame_type == FRAME_HEARTBEAT:
-        return channel == 0 and size == 0
-    return False

@@ -1,0 +1,174 @@
+"""Where a frame may start in the middle of a stream, for both framings.
+
+The dissector's resynchronisation after a decode error and the analysis's search for a
+region's first frame ask the same question of a byte position: could a frame start here?
+A :class:`Framing` holds each framing's answer: 0-8 and 0-9-1's 7-byte header (type octet,
+channel, size) and the 0-10 draft's 12-byte one (flags, type, size, track, channel; see
+:mod:`amqp_codec.wire010.frames`).
+
+A candidate is found by :attr:`Framing.start` (its first octets), judged by its header alone
+with :attr:`Framing.frame_end` (a plausible header gives the offset of its frame-end octet),
+and believed once that octet is 0xCE and the frame decodes on its own
+(:func:`decodes_alone`). Each caller adds its own policy on top: the dissector a work budget
+and one frame, the analysis a chain of frames.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..decoder import NEED_DATA, FrameDecoder
+from ..errors import AMQPDecodeError
+from ..frames import FRAME_BODY, FRAME_HEADER, FRAME_HEARTBEAT, FRAME_METHOD, FRAME_OVERHEAD
+from ..protocol import ProtocolSpec
+from ..wire010 import frames as wire010
+
+__all__ = [
+    "DRAFT",
+    "NINE",
+    "RESYNC_MAX_PAYLOAD",
+    "Framing",
+    "decodes_alone",
+    "framing",
+    "plausible_frame_end",
+]
+
+#: After a decode error, a candidate frame start with a payload larger than this is not
+#: believed unless ``frame_max`` (or a connection.tune / tune-ok seen in the stream) allows it.
+RESYNC_MAX_PAYLOAD = 1024 * 1024
+
+_unpack_frame_header = struct.Struct(">BHI").unpack_from
+
+
+@dataclass(frozen=True)
+class Framing:
+    """How one framing's frames are found in the middle of a stream."""
+
+    #: Bytes of a frame header.
+    header_size: int
+    #: Where a candidate may start: its first octet(s).
+    start: re.Pattern[bytes]
+    #: Octets at the end of the bytes scanned that may begin a start not whole yet.
+    keep: int
+    #: ``frame_end(window, pos, limit)``: the offset of the frame-end octet of a plausible
+    #: header at ``window[pos:]`` whose size is within ``limit``, else None.
+    frame_end: Callable[[bytearray, int, int], int | None]
+    #: ``header(window, pos)``: the frame type, channel and frame-end offset a whole header at
+    #: ``window[pos:]`` announces, plausible or not.
+    header: Callable[[bytearray, int], tuple[int, int, int]]
+
+
+def _header_plausible(frame_type: int, channel: int, size: int) -> bool:
+    """Whether a frame header could start a real frame (before its payload is looked at)."""
+    if frame_type == FRAME_METHOD:
+        return size >= 4
+    if frame_type == FRAME_HEADER:
+        return channel != 0 and size >= 14
+    if frame_type == FRAME_BODY:
+        return channel != 0
+    if frame_type == FRAME_HEARTBEAT:
+        return channel == 0 and size == 0
+    return False
+
+
+def _frame_end(window: bytearray, pos: int, limit: int) -> int | None:
+    """The frame-end offset of a plausible 0-9 frame header at ``window[pos:]``, else None."""
+    frame_type, channel, size = _unpack_frame_header(window, pos)
+    if size > limit or not _header_plausible(frame_type, channel, size):
+        return None
+    end: int = pos + 7 + size
+    return end
+
+
+def _header(window: bytearray, pos: int) -> tuple[int, int, int]:
+    frame_type, channel, size = _unpack_frame_header(window, pos)
+    return frame_type, channel, pos + 7 + size
+
+
+def _draft_header_plausible(window: bytearray, pos: int, limit: int) -> bool:
+    """Whether the 12-byte 99-0 frame header at ``window[pos:]`` could start a real frame."""
+    try:
+        size = wire010.frame_size(bytes(window[pos : pos + wire010.HEADER_SIZE]), 0)
+    except AMQPDecodeError:
+        return False
+    if size > limit:
+        return False
+    flags, frame_type = window[pos], window[pos + 1]
+    channel = int.from_bytes(window[pos + 6 : pos + 8], "big")
+    whole = flags & wire010.WHOLE_SEGMENT == wire010.WHOLE_SEGMENT
+    if frame_type == wire010.FRAME_METHOD:
+        return whole and size >= wire010.HEADER_SIZE + 2
+    if frame_type == wire010.FRAME_HEADER:
+        return whole and channel != 0
+    if frame_type == wire010.FRAME_BODY:
+        return channel != 0
+    return size == wire010.HEADER_SIZE  # heartbeat
+
+
+def _draft_frame_end(window: bytearray, pos: int, limit: int) -> int | None:
+    """The frame-end offset of a plausible 99-0 frame header at ``window[pos:]``, else None.
+
+    A candidate at offset p is believed when its flags octet has a zero upper nibble and
+    its type octet is a known segment type; the header's reserved octets are zero and its
+    size (header included) is at least 12 and at most the ``frame_max`` given (else the
+    16-bit field's own limit); a method or header frame holds a whole segment (b and e set);
+    a header or body frame is on a non-zero channel, a heartbeat has no payload; the octet
+    at p + size is 0xCE; and the frame decodes on its own with the stream's spec.
+    """
+    if not _draft_header_plausible(window, pos, limit):
+        return None
+    return pos + int.from_bytes(window[pos + 2 : pos + 4], "big")
+
+
+def _draft_header(window: bytearray, pos: int) -> tuple[int, int, int]:
+    frame_type = window[pos + 1]
+    channel = int.from_bytes(window[pos + 6 : pos + 8], "big")
+    return frame_type, channel, pos + int.from_bytes(window[pos + 2 : pos + 4], "big")
+
+
+#: 0-8 and 0-9-1: a frame can only start on one of the known frame-type octets.
+NINE = Framing(7, re.compile(b"[\x01\x02\x03\x08]"), 0, _frame_end, _header)
+#: 99-0: a flags octet (upper nibble zero) followed by a known segment type octet.
+DRAFT = Framing(
+    wire010.HEADER_SIZE,
+    re.compile(b"[\x00-\x0f][\x01\x02\x03\x08]"),
+    1,
+    _draft_frame_end,
+    _draft_header,
+)
+
+
+def framing(spec: ProtocolSpec) -> Framing:
+    """The framing ``spec``'s frames are laid out in."""
+    return NINE if spec.wire_format == "0-9" else DRAFT
+
+
+def plausible_frame_end(
+    spec: ProtocolSpec, data: bytes | bytearray, pos: int, tuned_frame_max: int = 0
+) -> int | None:
+    """The offset of the frame-end octet of a frame starting at ``data[pos]`` if its header
+    is plausible for ``spec``'s framing (as the dissector's resync judges it, for a stream
+    whose connection.tune said ``tuned_frame_max``), else None. The header must be whole in
+    ``data``; the end may lie beyond it."""
+    layout = framing(spec)
+    if pos + layout.header_size > len(data):
+        return None
+    if layout is NINE:
+        limit = max(RESYNC_MAX_PAYLOAD, tuned_frame_max - FRAME_OVERHEAD)
+    else:
+        limit = wire010.MAX_FRAME_SIZE
+    end = layout.frame_end(bytearray(data[pos : pos + layout.header_size]), 0, limit)
+    return None if end is None else pos + end
+
+
+def decodes_alone(candidate: bytes, spec: ProtocolSpec, frame_max: int | None = None) -> bool:
+    """Whether ``candidate``, one whole frame, decodes on its own with ``spec``."""
+    trial = FrameDecoder(spec, frame_max=frame_max)
+    trial.receive_data(candidate)
+    try:
+        return trial.next_frame() is not NEED_DATA
+    except Exception:  # AMQPDecodeError, or a codec bug: either way not believable
+        return False
