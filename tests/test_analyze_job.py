@@ -733,8 +733,9 @@ def test_summary_orders_ties_and_missing_values_as_spark_sql(spark: Any, tmp_pat
                             "timestamp": None if n % 17 == 0 else 1000.0 + (n * 7919) % 500,
                             "offset": n % 9,
                             "method": "message.transfer" if transfer else methods[n % 4],
-                            "exchange": keys[n % 5],
-                            "routing_key": keys[(n * 3) % len(keys)],
+                            # An exchange and a key whose messages all lack a size.
+                            "exchange": "sizeless" if n % 13 == 0 else keys[n % 5],
+                            "routing_key": "sizeless" if n % 13 == 0 else keys[(n * 3) % len(keys)],
                             "body_size": None if n % 13 == 0 else (n * 37) % 60,
                             "body_sha256": f"h{(n * 37) % 60 % 7}",
                         }
@@ -806,3 +807,8 @@ def test_summary_orders_ties_and_missing_values_as_spark_sql(spark: Any, tmp_pat
     got = summarize(spark, str(out), None, captures)
     assert _figures(got) == _figures(report_reference.figures(spark, str(out), captures))
     assert got["inputs"]["skipped"] and got["problems"] and got["clients"]
+    by_bytes = got["top_exchanges"]["by_bytes"]
+    assert by_bytes[-1] == {
+        "exchange": "sizeless",
+        "counts": {r: 0 for r in by_bytes[-1]["counts"]},
+    }

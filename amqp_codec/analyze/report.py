@@ -36,6 +36,12 @@ How the figures are computed, and why so:
   the tables keeps every figure exact by construction, for any output folder. The tally's
   reading costs less than a second of CPU per GB of capture, spread over the cores.
 
+Measured side by side on 1 GB of generated captures (821 connections, 374,356 frames,
+87,575 messages), two cores shared with other work: the former dozen queries (36 jobs, the
+``frames`` table scanned four times) took 25 s in a fresh session, 12 s again in the same
+one, and the first query alone about 4 s. The report step of a driver whose workers had run
+tasks took 41 to 56 s with them and 3.0 to 4.6 s so (three runs each, load 7 to 10).
+
 """
 
 from __future__ import annotations
