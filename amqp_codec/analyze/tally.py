@@ -33,6 +33,7 @@ __all__ = [
     "REPLY_METHODS",
     "TALLY_COLUMNS",
     "Tally",
+    "null_first",
     "role_array",
     "tally_file",
     "tally_files",
@@ -86,19 +87,19 @@ def role_array(method: pa.Array, direction: pa.Array) -> pa.Array:
     return pc.if_else(transfer, with_sender, method)
 
 
-def _null_first(value: Any) -> tuple[bool, Any]:
+def null_first(value: Any) -> tuple[bool, Any]:
     """A sort key that puts None first, as Spark's ascending order does."""
     return (value is not None, value if value is not None else 0)
 
 
 def _problem_key(row: dict[str, Any]) -> tuple[Any, ...]:
-    return tuple(_null_first(row[c]) for c in PROBLEM_ORDER)
+    return tuple(null_first(row[c]) for c in PROBLEM_ORDER)
 
 
 def _largest_key(key: tuple[Any, ...]) -> tuple[Any, ...]:
     # Body size descending, missing sizes last; the rest only to make the order total.
     size = key[0]
-    return (size is None, -(size or 0), *(_null_first(v) for v in key[1:]))
+    return (size is None, -(size or 0), *(null_first(v) for v in key[1:]))
 
 
 def _json_text(value: Any) -> str | None:

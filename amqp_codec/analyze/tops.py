@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .tally import MESSAGE_KEYS, role_array
+from .tally import MESSAGE_KEYS, null_first, role_array
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -64,10 +64,6 @@ def shares(items: Sequence[tuple[str, str]], tasks: int) -> list[list[tuple[str,
     return [share for share in lists if share]
 
 
-def _null_first(value: Any) -> tuple[bool, Any]:
-    return (value is not None, value if value is not None else 0)
-
-
 def _add(a: Any, b: Any) -> Any:
     """SQL's sum of two partial sums: None only while both are."""
     if a is None:
@@ -90,7 +86,7 @@ def _add_roles(a: Roles, b: Roles) -> Roles:
 
 def _first_key(first: tuple[Any, ...]) -> tuple[Any, ...]:
     """The order of ``(timestamp, connection, offset)`` as Spark orders the struct."""
-    return tuple(_null_first(v) for v in first)
+    return tuple(null_first(v) for v in first)
 
 
 def _merge(a: Any, b: Any) -> Any:
@@ -227,13 +223,13 @@ def _busiest(roles: Roles, measure: int) -> Any:
 
 def _by_messages(item: tuple[Any, Roles]) -> tuple[Any, ...]:
     (_, value), roles = item
-    return (-_busiest(roles, 0), _null_first(value))
+    return (-_busiest(roles, 0), null_first(value))
 
 
 def _by_bytes(item: tuple[Any, Roles]) -> tuple[Any, ...]:
     (_, value), roles = item
     size = _busiest(roles, 1)
-    return (size is None, -(size or 0), _null_first(value))
+    return (size is None, -(size or 0), null_first(value))
 
 
 def _by_size(item: tuple[Any, Any]) -> tuple[Any, ...]:
@@ -242,15 +238,15 @@ def _by_size(item: tuple[Any, Any]) -> tuple[Any, ...]:
         size is None,
         -(size or 0),
         _first_key(first),
-        _null_first(sha),
-        _null_first(exchange),
-        _null_first(key),
+        null_first(sha),
+        null_first(exchange),
+        null_first(key),
     )
 
 
 def _by_connections(item: tuple[Any, int]) -> tuple[Any, ...]:
     (_, product, version), n = item
-    return (-n, _null_first(product), _null_first(version))
+    return (-n, null_first(product), null_first(version))
 
 
 def _lists() -> dict[str, _Best]:
@@ -334,5 +330,5 @@ def top_figures(
 
 def role_counts(roles: Roles, measure: int) -> dict[Any, int]:
     """Per role in role order: messages (``measure`` 0) or body bytes (1), 0 when unknown."""
-    ordered: Sequence[Any] = sorted(roles, key=_null_first)
+    ordered: Sequence[Any] = sorted(roles, key=null_first)
     return {role: int(roles[role][measure] or 0) for role in ordered}
