@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import report_reference
 from spark_support import (
     PASSWORD,
     PROTOCOL_HEADER,
@@ -37,6 +38,7 @@ from spark_support import (
 
 from amqp_codec.analyze import AnalyzeUsageError, run
 from amqp_codec.analyze.preflight import resolve_captures
+from amqp_codec.analyze.report import summarize
 from amqp_codec.analyze.streams import REDACTED, connection_name, endpoints
 from amqp_codec.capture.packets import Segment, read_capture
 from amqp_codec.capture.tcp import connection_key, reassemble, syn_servers
@@ -654,3 +656,159 @@ def test_a_master_the_running_session_cannot_honour_is_refused(spark: Any, tmp_p
             master="spark://127.0.0.1:1",
             progress=False,
         )
+
+
+# ------------------------------------------------------------------------------------------
+# summary.json against the figures plain Spark SQL computes
+# ------------------------------------------------------------------------------------------
+
+
+def _figures(summary: dict[str, Any]) -> dict[str, Any]:
+    """A summary as JSON gives it back, without the tool's name."""
+    text = json.loads(json.dumps({k: v for k, v in summary.items() if k != "generated_by"}))
+    return dict(text)
+
+
+def _captures_read(summary: dict[str, Any]) -> list[str]:
+    return [f["path"] for f in summary["inputs"]["files"]]
+
+
+def test_summary_holds_the_figures_plain_spark_sql_computes(spark: Any, analysis: Analysis) -> None:
+    summary = json.loads((analysis.out / "summary.json").read_text(encoding="utf-8"))
+    expected = report_reference.figures(spark, str(analysis.out), _captures_read(summary))
+    assert _figures(summary) == _figures(expected)
+    # Recomputed from the tables alone (rows counted, capture files named by the tables).
+    again = summarize(spark, str(analysis.out))
+    assert _figures(again) == _figures(report_reference.figures(spark, str(analysis.out)))
+
+
+def test_summary_of_generated_traffic_holds_the_plain_spark_sql_figures(
+    spark: Any, tmp_path: Path
+) -> None:
+    from tools.gen_captures import generate
+
+    # Many connections publishing, consuming, fetching and getting messages returned, over
+    # files the connections span: every figure has several entries.
+    made = generate(tmp_path / "captures", 1_500_000, 3, seed=7, concurrency=12)
+    result = run([str(p) for p in made.files], str(tmp_path / "out"), spark=spark, progress=False)
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text(encoding="utf-8"))
+    assert summary["messages"]["basic.publish"] == made.counts.published
+    assert len(summary["top_routing_keys"]["by_messages"]) == 15
+    assert summary["reply_codes"] and summary["largest_messages"]
+    expected = report_reference.figures(spark, result.out, [str(p) for p in made.files])
+    assert _figures(summary) == _figures(expected)
+
+
+def _table_rows(table: str, rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """Rows given by column name (the others None) as the table's tuples."""
+    from amqp_codec.analyze.tables import TABLES
+
+    names = [c.name for c in TABLES[table]]
+    assert all(set(row) <= set(names) for row in rows)
+    return [tuple(row.get(name) for name in names) for row in rows]
+
+
+def test_summary_orders_ties_and_missing_values_as_spark_sql(spark: Any, tmp_path: Path) -> None:
+    # Tables written by hand: missing exchanges, keys and sizes; counts tied across keys;
+    # keys outside ASCII; 99-0 transfers by sender; every table spread over several files.
+    from amqp_codec.analyze.parquet import TableWriters
+
+    out = tmp_path / "out"
+    keys = [None, "", "a", "b", "é", "z", "\u4e2d", "a.b", "A"] + [f"k{i}" for i in range(20)]
+    methods = ["basic.publish", "basic.deliver", "basic.get-ok", "basic.return"]
+    for part in range(3):
+        writers = TableWriters(str(out), f"{part:05d}")
+        for i in range(120):
+            n = i + part * 1000
+            transfer = n % 11 == 0
+            writers.add(
+                "messages",
+                _table_rows(
+                    "messages",
+                    [
+                        {
+                            "capture": f"c{part}.pcap",
+                            "connection": f"conn{n % 4}",
+                            "direction": ["client", "server", None][n % 3],
+                            "timestamp": None if n % 17 == 0 else 1000.0 + (n * 7919) % 500,
+                            "offset": n % 9,
+                            "method": "message.transfer" if transfer else methods[n % 4],
+                            # An exchange and a key whose messages all lack a size.
+                            "exchange": "sizeless" if n % 13 == 0 else keys[n % 5],
+                            "routing_key": "sizeless" if n % 13 == 0 else keys[(n * 3) % len(keys)],
+                            "body_size": None if n % 13 == 0 else (n * 37) % 60,
+                            "body_sha256": f"h{(n * 37) % 60 % 7}",
+                        }
+                    ],
+                )[0],
+            )
+            writers.add(
+                "frames",
+                _table_rows(
+                    "frames",
+                    [
+                        {
+                            "capture": f"c{part}.pcap",
+                            "connection": f"conn{n % 4}",
+                            "direction": ["client", "server", None][n % 3],
+                            "timestamp": 999.0 + (n * 13) % 600,
+                            "offset": n,
+                            "frame_type": "method" if n % 5 else "body",
+                            "method": ["channel.close", "basic.return", "connection.close"][n % 3]
+                            if n % 4 == 0
+                            else methods[n % 4],
+                            "fields": json.dumps(
+                                {
+                                    "reply-code": [320, 404, None, "312"][n % 4],
+                                    "reply-text": keys[n % 9],
+                                }
+                            )
+                            if n % 7
+                            else "not json",
+                        }
+                    ],
+                )[0],
+            )
+            if n % 3 == 0:
+                writers.add(
+                    "problems",
+                    _table_rows(
+                        "problems",
+                        [
+                            {
+                                "capture": None if n % 21 == 0 else f"c{n % 4}.pcap",
+                                "packet": None if n % 5 == 0 else n % 6,
+                                "connection": keys[n % 4],
+                                "direction": ["client", None][n % 2],
+                                "offset": n % 3,
+                                "kind": ["decode", "gap", "capture"][n // 3 % 3],
+                                "error": keys[n // 3 % 6],
+                                "detail": f"d{n}",
+                            }
+                        ],
+                    )[0],
+                )
+            if n % 4 == 0:
+                writers.add(
+                    "connections",
+                    _table_rows(
+                        "connections",
+                        [
+                            {
+                                "connection": f"conn{n}",
+                                "client_product": keys[n % 6],
+                                "client_version": keys[n % 3],
+                            }
+                        ],
+                    )[0],
+                )
+        writers.close()
+    captures = ["c0.pcap", "c1.pcap", "c3.pcap", "elsewhere.pcap"]
+    got = summarize(spark, str(out), None, captures)
+    assert _figures(got) == _figures(report_reference.figures(spark, str(out), captures))
+    assert got["inputs"]["skipped"] and got["problems"] and got["clients"]
+    by_bytes = got["top_exchanges"]["by_bytes"]
+    assert by_bytes[-1] == {
+        "exchange": "sizeless",
+        "counts": {r: 0 for r in by_bytes[-1]["counts"]},
+    }

@@ -20,7 +20,8 @@ gigabytes, or a file of thousands of short ones).
    edge, say) is dissected again in one pass, and its region rows are dropped. The rows that
    depended on earlier regions are resolved, and the driver writes them with the
    ``connections`` rows and the capture problems.
-5. **Report**: Spark reads the tables and aggregates them (:mod:`~.report`).
+5. **Report** (:mod:`~.report`): tasks read the tables back with Arrow; the bounded figures
+   are tallied per task, the top-N lists go through a shuffle (no Spark SQL query).
 
 Every table equals what one pass over each whole stream gives
 (:func:`~.streams.analyze_connection`).
