@@ -32,7 +32,7 @@ import hashlib
 import json
 import struct
 from collections.abc import Collection, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..assembly import Message, MessageAssembler
@@ -838,21 +838,7 @@ class DirectionDissector:
     ) -> None:
         """A frame the receiving peer would refuse: a ``problems`` row now, or one the
         driver writes if the regions before make it hold."""
-        row = (
-            capture,
-            None,
-            self.connection,
-            self.direction,
-            ts,
-            offset,
-            finding.kind,
-            finding.kind,
-            finding.reply_code,
-            finding.channel,
-            finding.method,
-            None,
-            finding.detail,
-        )
+        row = finding_row(finding, capture, self.connection, self.direction, ts, offset)
         if finding.depends:
             pending = Pending(finding.kind, offset, finding.channel, ts or 0.0, finding.since, row)
             self.rules.edge.pending.append(pending)
@@ -1336,24 +1322,45 @@ def silence_rows(
     for direction in ("client", "server"):
         finding = silence_at_end(direction, rules.get(direction), end_ts)
         if finding is not None:
+            detail = finding.detail + " (from its last frame to the connection's end)"
+            last = rules[direction].last_ts
             yield (
                 direction,
-                (
+                finding_row(
+                    replace(finding, detail=detail),
                     captures.get(direction),
-                    None,
                     name,
                     direction,
-                    rules[direction].last_ts,
+                    last,
                     None,
-                    finding.kind,
-                    finding.kind,
-                    finding.reply_code,
-                    None,
-                    None,
-                    None,
-                    finding.detail + " (from its last frame to the connection's end)",
                 ),
             )
+
+
+def finding_row(
+    finding: Finding,
+    capture: str | None,
+    connection: str,
+    direction: str,
+    ts: float | None,
+    offset: int | None,
+) -> tuple[Any, ...]:
+    """The ``problems`` row of a peer-rule finding (see :mod:`.rules`)."""
+    return (
+        capture,
+        None,
+        connection,
+        direction,
+        ts,
+        offset,
+        finding.kind,
+        finding.kind,
+        finding.reply_code,
+        finding.channel,
+        finding.method,
+        None,
+        finding.detail,
+    )
 
 
 def _first(facts: _Facts, name: str) -> Method | None:
