@@ -28,7 +28,9 @@ from collections.abc import Mapping
 from types import ModuleType
 from typing import Literal
 
-from .base import Method, Properties
+from ._compiled import mypyc_attr
+from ._decoder_settings import DecoderSettings
+from .base import Method, Properties, writable_twin
 from .diagnose import locate_method_error, locate_properties_error
 from .errors import (
     AMQPDecodeError,
@@ -87,6 +89,7 @@ _DIAGNOSABLE = (AMQPDecodeError, IndexError, struct.error, ValueError, OverflowE
 _FAST_PATH_MISSES = (KeyError, *_DIAGNOSABLE)
 
 
+@mypyc_attr(native_class=False)
 class NeedData(enum.Enum):
     """Type of the :data:`NEED_DATA` sentinel."""
 
@@ -103,30 +106,13 @@ _unpack_frame_header = struct.Struct(">BHI").unpack_from
 _unpack_index = struct.Struct(">I").unpack_from
 _unpack_frame_start = struct.Struct(">BHII").unpack_from
 _unpack_content_header = struct.Struct(">HHQ").unpack_from
-_new = object.__new__
 
 
 # Frames are built in writable twins (same slots) and then given their frozen class, as the
 # generated method decoders do: half the cost of the slot setters.
-class _MethodFrameTwin:
-    __slots__ = MethodFrame.__slots__
-    channel: int
-    method: Method
-
-
-class _ContentHeaderFrameTwin:
-    __slots__ = ContentHeaderFrame.__slots__
-    channel: int
-    class_id: int
-    body_size: int
-    properties: Properties
-    weight: int
-
-
-class _ContentBodyFrameTwin:
-    __slots__ = ContentBodyFrame.__slots__
-    channel: int
-    payload: bytes
+_MethodFrameTwin = writable_twin(MethodFrame)
+_ContentHeaderFrameTwin = writable_twin(ContentHeaderFrame)
+_ContentBodyFrameTwin = writable_twin(ContentBodyFrame)
 
 
 _HEARTBEAT = HeartbeatFrame(0)  # frozen, so one instance serves every heartbeat
@@ -141,7 +127,8 @@ def _resolve_spec(spec: ProtocolSpec | ModuleType | None) -> ProtocolSpec | None
     raise TypeError(f"spec must be a ProtocolSpec or a generated package, not {spec!r}")
 
 
-class FrameDecoder:
+@mypyc_attr(native_class=False)
+class FrameDecoder(DecoderSettings):
     """Decode a byte stream (one direction of one connection) into frames.
 
     Args:
@@ -208,39 +195,6 @@ class FrameDecoder:
     def spec(self) -> ProtocolSpec | None:
         """The protocol version in use; ``None`` until detected."""
         return self._spec
-
-    @property
-    def strict_tags(self) -> bool:
-        """Refuse field-table tags outside the version's own grammar (0-8: S I D T F); can be
-        changed at any time, e.g. once connection.start shows which peer it is."""
-        return self._strict_tags
-
-    @strict_tags.setter
-    def strict_tags(self, value: bool) -> None:
-        self._strict_tags = value
-        if self._started and self._spec is not None:
-            self._enable_fast_path()
-
-    @property
-    def accept_extended_tags(self) -> bool:
-        """``not strict_tags``, under its former name."""
-        return not self._strict_tags
-
-    @accept_extended_tags.setter
-    def accept_extended_tags(self, value: bool) -> None:
-        self.strict_tags = not value
-
-    @property
-    def frame_max(self) -> int:
-        """The negotiated frame_max (0 = none); frames larger than it are refused (501)."""
-        return self._frame_max
-
-    @frame_max.setter
-    def frame_max(self, value: int) -> None:
-        if value and value <= FRAME_OVERHEAD:
-            raise ValueError(f"frame_max {value} is too small to carry a frame")
-        self._frame_max = value
-        self._limit = value - FRAME_OVERHEAD if value else self.max_frame_size
 
     @property
     def offset(self) -> int:
@@ -325,19 +279,19 @@ class FrameDecoder:
                     except _FAST_PATH_MISSES:
                         pass
                     else:
-                        twin = _new(_MethodFrameTwin)
+                        twin = _MethodFrameTwin()
                         twin.channel = channel
                         twin.method = method
-                        twin.__class__ = MethodFrame  # type: ignore[assignment]
+                        twin.__class__ = MethodFrame
                         self._pos = end + 1
-                        return twin  # type: ignore[return-value]
+                        return twin  # type: ignore[no-any-return]
                 elif frame_type == 3 and channel:
-                    body = _new(_ContentBodyFrameTwin)
+                    body = _ContentBodyFrameTwin()
                     body.channel = channel
                     body.payload = buf[pos + 7 : end]
-                    body.__class__ = ContentBodyFrame  # type: ignore[assignment]
+                    body.__class__ = ContentBodyFrame
                     self._pos = end + 1
-                    return body  # type: ignore[return-value]
+                    return body  # type: ignore[no-any-return]
                 elif frame_type == 2 and channel and size >= 14:
                     class_id, weight, body_size = _unpack_content_header(buf, pos + 7)
                     decode_properties = self._property_decoders.get(class_id)
@@ -349,15 +303,15 @@ class FrameDecoder:
                         except _DIAGNOSABLE:
                             pass
                         else:
-                            header = _new(_ContentHeaderFrameTwin)
+                            header = _ContentHeaderFrameTwin()
                             header.channel = channel
                             header.class_id = class_id
                             header.body_size = body_size
                             header.properties = properties
                             header.weight = weight
-                            header.__class__ = ContentHeaderFrame  # type: ignore[assignment]
+                            header.__class__ = ContentHeaderFrame
                             self._pos = end + 1
-                            return header  # type: ignore[return-value]
+                            return header  # type: ignore[no-any-return]
         if self._error is not None:
             raise self._error
         if len(buf) - pos + self._pending_len < self._need and not self._eof:
@@ -519,7 +473,7 @@ class FrameDecoder:
         self._enable_fast_path()
         return self._next_frame()
 
-    def _enable_fast_path(self) -> None:
+    def _enable_fast_path(self) -> None:  # called by DecoderSettings too
         spec = self._spec
         assert spec is not None
         self._connection_decoders, self._channel_decoders = _decoders_by_channel(spec)
