@@ -167,7 +167,7 @@ class FrameDecoder(DecoderSettings):
         self._buf = b""
         self._pos = 0  # next unread byte of _buf
         self._base = 0  # stream offset of _buf[0]
-        self._pending: list[bytes] = []  # chunks received but not yet joined into _buf
+        self._pending: list[bytes | memoryview] = []  # chunks received, not yet joined into _buf
         self._pending_len = 0
         self._need = 0  # bytes _fill last waited for, counted from _pos
         self._started = False  # past the protocol header / first frame
@@ -240,7 +240,9 @@ class FrameDecoder(DecoderSettings):
             return False
         self._need = 0
         self._base += self._pos
-        self._buf = self._buf[self._pos :] + b"".join(self._pending)
+        # One copy of every byte: the unread tail is joined through a view, not sliced first.
+        self._pending.insert(0, memoryview(self._buf)[self._pos :])
+        self._buf = b"".join(self._pending)
         self._pos = 0
         self._pending.clear()
         self._pending_len = 0
@@ -360,6 +362,15 @@ class FrameDecoder(DecoderSettings):
             raise self._too_large(size, channel)
         end = pos + 7 + size
         if end >= len(buf):
+            if (
+                frame_type == FRAME_BODY
+                and channel
+                and self._fast
+                and len(buf) - pos + self._pending_len >= size + FRAME_OVERHEAD
+            ):
+                body = self._spanning_body(channel, size)
+                if body is not None:
+                    return body
             if not self._fill(size + FRAME_OVERHEAD):
                 return self._need_data()
             if self._fast:  # the whole frame is in the buffer now
@@ -397,6 +408,40 @@ class FrameDecoder(DecoderSettings):
             self._buf = b""
             self._pos = 0
         return frame
+
+    def _spanning_body(self, channel: int, size: int) -> ContentBodyFrame | None:
+        """A body frame that runs from ``_buf`` into the queued chunks, its payload joined
+        straight from them: one copy of a large body, where joining the chunks first and
+        slicing the payload out would make two. ``None`` if its frame-end octet is wrong (the
+        checked path then raises the located error)."""
+        buf, pos, pending = self._buf, self._pos, self._pending
+        pieces: list[bytes | memoryview] = [memoryview(buf)[pos + 7 :]]
+        have = len(buf) - pos - 7
+        used = 0  # queued chunks the frame reaches into
+        while have <= size:  # the frame-end octet is not in the pieces yet
+            chunk = pending[used]
+            used += 1
+            pieces.append(chunk)
+            have += len(chunk)
+        last = pending[used - 1]
+        frame_end = len(last) - (have - size)  # its index in the last chunk
+        if last[frame_end] != FRAME_END:
+            return None
+        pieces[-1] = memoryview(last)[:frame_end]
+        payload = b"".join(pieces)
+        # The rest of the last chunk becomes the buffer, in place.
+        consumed = sum(len(chunk) for chunk in pending[: used - 1])
+        self._base += len(buf) + consumed
+        self._buf = last if type(last) is bytes else bytes(last)
+        self._pos = frame_end + 1
+        del pending[:used]
+        self._pending_len -= consumed + len(last)
+        self._need = 0
+        frame = _ContentBodyFrameTwin()
+        frame.channel = channel
+        frame.payload = payload
+        frame.__class__ = ContentBodyFrame
+        return frame  # type: ignore[no-any-return]
 
     def _need_data(self) -> Literal[NeedData.NEED_DATA]:
         if self._eof and self.buffered:

@@ -217,6 +217,38 @@ def test_large_chunks_with_frames_straddling_boundaries_is_linear():
     assert counter.copied <= 3 * len(stream)
 
 
+def test_body_frame_spanning_chunks_is_joined_once_from_them():
+    # A large body frame arriving in socket-sized reads: its payload is joined straight
+    # from the queued chunks (one copy), never by joining the buffer first.
+    body = bytes(range(256)) * 1024  # 256 KiB
+    stream = PH + raw_frame(1, 1, ACK) + raw_frame(3, 1, body) + raw_frame(1, 1, ACK)
+    decoder = FrameDecoder()
+    counter = _CopyCounter(decoder)
+    frames = []
+    for i in range(0, len(stream), 65536):
+        decoder.receive_data(stream[i : i + 65536])
+        for frame in decoder:
+            frames.append(frame)
+            if type(frame) is ContentBodyFrame:
+                assert decoder.offset == len(PH) + 2 * 8 + len(ACK) + len(body)
+    assert [type(f) for f in frames] == [ProtocolHeader, MethodFrame, ContentBodyFrame, MethodFrame]
+    assert frames[2] == ContentBodyFrame(1, body) and type(frames[2].payload) is bytes
+    assert decoder.offset == len(stream) and decoder.buffered == 0
+    assert counter.calls == 0
+
+
+def test_body_frame_spanning_chunks_with_a_bad_frame_end():
+    body = b"x" * 5000
+    stream = PREFIX + raw_frame(3, 1, body, end=b"\x00")
+    decoder = FrameDecoder()
+    with pytest.raises(FrameError) as caught:
+        for i in range(0, len(stream), 1000):
+            decoder.receive_data(stream[i : i + 1000])
+            list(decoder)
+    assert caught.value.offset == AT + 7 + len(body)
+    assert caught.value.channel == 1
+
+
 # --------------------------------------------------------------------------------------------
 # Protocol detection
 # --------------------------------------------------------------------------------------------
