@@ -2,11 +2,16 @@
 from the source, and whether it is the one running.
 
 The hot modules listed in :data:`COMPILED_MODULES` are plain Python that mypyc can also
-compile to C extensions. Their classes stay ordinary Python classes either way (marked
-``@mypyc_attr(native_class=False)``), so that subclassing, ``__class__`` assignment, pickling
-and frozen-dataclass behaviour are the same in both builds; only functions and methods are
-compiled. This module itself is never compiled: it is where ``mypyc_attr`` is a no-op at run
-time, so the codec needs nothing but the standard library.
+compile to C extensions. Their value classes stay ordinary Python classes either way (marked
+``@mypyc_attr(native_class=False)``), so that ``__class__`` assignment, pickling and
+frozen-dataclass behaviour are the same in both builds; only functions and methods are
+compiled. :class:`~amqp_codec.decoder.FrameDecoder` is the exception: compiled, it is a
+native class (its attribute reads are the hot path) that still allows Python subclasses,
+whose overrides are called; what it does not allow is patching methods on an instance or
+adding attributes it does not define.
+
+This module itself is never compiled: it is where ``mypyc_attr`` is a no-op at run time, so
+the codec needs nothing but the standard library.
 """
 
 from __future__ import annotations

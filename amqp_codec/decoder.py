@@ -29,7 +29,6 @@ from types import ModuleType
 from typing import Literal
 
 from ._compiled import mypyc_attr
-from ._decoder_settings import DecoderSettings
 from .base import Method, Properties, writable_twin
 from .diagnose import locate_method_error, locate_properties_error
 from .errors import (
@@ -127,8 +126,8 @@ def _resolve_spec(spec: ProtocolSpec | ModuleType | None) -> ProtocolSpec | None
     raise TypeError(f"spec must be a ProtocolSpec or a generated package, not {spec!r}")
 
 
-@mypyc_attr(native_class=False)
-class FrameDecoder(DecoderSettings):
+@mypyc_attr(allow_interpreted_subclasses=True)
+class FrameDecoder:
     """Decode a byte stream (one direction of one connection) into frames.
 
     Args:
@@ -195,6 +194,39 @@ class FrameDecoder(DecoderSettings):
     def spec(self) -> ProtocolSpec | None:
         """The protocol version in use; ``None`` until detected."""
         return self._spec
+
+    @property
+    def strict_tags(self) -> bool:
+        """Refuse field-table tags outside the version's own grammar (0-8: S I D T F); can be
+        changed at any time, e.g. once connection.start shows which peer it is."""
+        return self._strict_tags
+
+    @strict_tags.setter
+    def strict_tags(self, value: bool) -> None:
+        self._strict_tags = value
+        if self._started and self._spec is not None:
+            self._enable_fast_path()
+
+    @property
+    def accept_extended_tags(self) -> bool:
+        """``not strict_tags``, under its former name."""
+        return not self._strict_tags
+
+    @accept_extended_tags.setter
+    def accept_extended_tags(self, value: bool) -> None:
+        self.strict_tags = not value
+
+    @property
+    def frame_max(self) -> int:
+        """The negotiated frame_max (0 = none); frames larger than it are refused (501)."""
+        return self._frame_max
+
+    @frame_max.setter
+    def frame_max(self, value: int) -> None:
+        if value and value <= FRAME_OVERHEAD:
+            raise ValueError(f"frame_max {value} is too small to carry a frame")
+        self._frame_max = value
+        self._limit = value - FRAME_OVERHEAD if value else self.max_frame_size
 
     @property
     def offset(self) -> int:
@@ -518,7 +550,7 @@ class FrameDecoder(DecoderSettings):
         self._enable_fast_path()
         return self._next_frame()
 
-    def _enable_fast_path(self) -> None:  # called by DecoderSettings too
+    def _enable_fast_path(self) -> None:
         spec = self._spec
         assert spec is not None
         self._connection_decoders, self._channel_decoders = _decoders_by_channel(spec)
