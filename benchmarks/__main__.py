@@ -15,7 +15,7 @@ from amqp_codec._compiled import compiled_modules
 from . import fixtures as fx
 from .peers import all_peers
 from .profiling import profile
-from .report import Row, compare, details, read_json, table, to_json, write_json
+from .report import REGRESSION, Row, compare, details, read_json, table, to_json, write_json
 from .timing import measure
 from .workloads import build, ours_output, verify
 
@@ -56,6 +56,14 @@ def main(argv: list[str] | None = None) -> int:
         "--compare",
         metavar="FILE",
         help="print this run's ratios against a result saved with --json; flag regressions",
+    )
+    parser.add_argument(
+        "--tolerance",
+        type=float,
+        default=REGRESSION,
+        metavar="F",
+        help="--compare flags a ratio that fell by more than this fraction (default 0.10; "
+        "a loaded machine needs 0.3)",
     )
     parser.add_argument(
         "--only", metavar="KEYS", help="comma-separated workload key prefixes, e.g. 1,5c,6"
@@ -167,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if saved is not None:
         print()
-        print(compare(rows, saved, args.compare))
+        print(compare(rows, saved, args.compare, args.tolerance))
     if args.json:
         write_json(args.json, to_json(rows, labels, meta))
         print(f"\nresults written to {args.json}")

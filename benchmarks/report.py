@@ -174,7 +174,9 @@ def read_json(path: str) -> dict[str, Any]:
 REGRESSION = 0.10  # a ratio to the fastest peer this much below the saved one is flagged
 
 
-def compare(rows: list[Row], saved: dict[str, Any], saved_name: str) -> str:
+def compare(
+    rows: list[Row], saved: dict[str, Any], saved_name: str, tolerance: float = REGRESSION
+) -> str:
     """This run against a saved ``--json`` result: our ops/s and our ratio to the fastest
     peer, then and now. The ratio is what to watch: both libraries ran on the same machine
     in the same run, so it hardly moves with the load, where ops/s do."""
@@ -197,7 +199,7 @@ def compare(rows: list[Row], saved: dict[str, Any], saved_name: str) -> str:
         ratio_then = old.get("ratio_to_fastest_peer")
         ratio_now = row.ratio_to_fastest()
         flag = ""
-        if ratio_then and ratio_now and ratio_now < ratio_then * (1 - REGRESSION):
+        if ratio_then and ratio_now and ratio_now < ratio_then * (1 - tolerance):
             flag = "  REGRESSED"
         lines.append(
             f"{row.workload.key:<30} {_fmt_ops(ours_then, None, None):>16}"
