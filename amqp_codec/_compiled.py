@@ -25,7 +25,7 @@ __all__ = ["COMPILED_MODULES", "compiled_modules", "mypyc_attr"]
 #: are these with dots as slashes and ``.py``).
 COMPILED_MODULES = (
     "amqp_codec.decoder",
-    "amqp_codec.table",
+    "amqp_codec._table_decode",
     "amqp_codec.v0_8.decoders",
     "amqp_codec.v0_9_1.decoders",
     "amqp_codec.v0_10_draft.decoders",

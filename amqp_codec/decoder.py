@@ -699,7 +699,7 @@ def _decoders_by_channel(
 
 
 def decode_method(
-    payload: bytes,
+    payload: bytes | bytearray | memoryview,
     spec: ProtocolSpec | ModuleType | None = None,
     *,
     max_table_depth: int = DEFAULT_MAX_TABLE_DEPTH,
