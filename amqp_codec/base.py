@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-__all__ = ["FieldSpec", "Method", "Properties", "slot_setters"]
+__all__ = ["FieldSpec", "Method", "Properties", "slot_setters", "writable_twin"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,3 +105,16 @@ def slot_setters(cls: type[Method]) -> tuple[Callable[[Any, Any], None], ...]:
     ``__init__`` goes through ``object.__setattr__`` per field, at twice the cost.
     """
     return tuple(getattr(cls, spec.attr).__set__ for spec in cls.FIELDS)
+
+
+def writable_twin(cls: type) -> Any:
+    """A class with ``cls``'s bases and slots but none of its methods: writable, and
+    layout-identical, so an instance filled through plain attribute stores can be given
+    ``cls`` by a ``__class__`` assignment (the frozen class's ``__setattr__`` refuses stores).
+
+    Built with ``type()`` rather than a class statement so that a compiled build of the
+    decoders keeps it an ordinary Python class, whose ``__class__`` can be reassigned. Typed
+    ``Any``: the fields are set by name on what it makes.
+    """
+    namespace = {"__slots__": cls.__dict__.get("__slots__", ()), "__module__": cls.__module__}
+    return type(f"{cls.__name__}Twin", cls.__bases__, namespace)

@@ -28,7 +28,8 @@ from collections.abc import Mapping
 from types import ModuleType
 from typing import Literal
 
-from .base import Method, Properties
+from ._compiled import mypyc_attr
+from .base import Method, Properties, writable_twin
 from .diagnose import locate_method_error, locate_properties_error
 from .errors import (
     AMQPDecodeError,
@@ -87,6 +88,7 @@ _DIAGNOSABLE = (AMQPDecodeError, IndexError, struct.error, ValueError, OverflowE
 _FAST_PATH_MISSES = (KeyError, *_DIAGNOSABLE)
 
 
+@mypyc_attr(native_class=False)
 class NeedData(enum.Enum):
     """Type of the :data:`NEED_DATA` sentinel."""
 
@@ -103,30 +105,13 @@ _unpack_frame_header = struct.Struct(">BHI").unpack_from
 _unpack_index = struct.Struct(">I").unpack_from
 _unpack_frame_start = struct.Struct(">BHII").unpack_from
 _unpack_content_header = struct.Struct(">HHQ").unpack_from
-_new = object.__new__
 
 
 # Frames are built in writable twins (same slots) and then given their frozen class, as the
 # generated method decoders do: half the cost of the slot setters.
-class _MethodFrameTwin:
-    __slots__ = MethodFrame.__slots__
-    channel: int
-    method: Method
-
-
-class _ContentHeaderFrameTwin:
-    __slots__ = ContentHeaderFrame.__slots__
-    channel: int
-    class_id: int
-    body_size: int
-    properties: Properties
-    weight: int
-
-
-class _ContentBodyFrameTwin:
-    __slots__ = ContentBodyFrame.__slots__
-    channel: int
-    payload: bytes
+_MethodFrameTwin = writable_twin(MethodFrame)
+_ContentHeaderFrameTwin = writable_twin(ContentHeaderFrame)
+_ContentBodyFrameTwin = writable_twin(ContentBodyFrame)
 
 
 _HEARTBEAT = HeartbeatFrame(0)  # frozen, so one instance serves every heartbeat
@@ -141,6 +126,7 @@ def _resolve_spec(spec: ProtocolSpec | ModuleType | None) -> ProtocolSpec | None
     raise TypeError(f"spec must be a ProtocolSpec or a generated package, not {spec!r}")
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class FrameDecoder:
     """Decode a byte stream (one direction of one connection) into frames.
 
@@ -180,7 +166,7 @@ class FrameDecoder:
         self._buf = b""
         self._pos = 0  # next unread byte of _buf
         self._base = 0  # stream offset of _buf[0]
-        self._pending: list[bytes] = []  # chunks received but not yet joined into _buf
+        self._pending: list[bytes | memoryview] = []  # chunks received, not yet joined into _buf
         self._pending_len = 0
         self._need = 0  # bytes _fill last waited for, counted from _pos
         self._started = False  # past the protocol header / first frame
@@ -286,7 +272,9 @@ class FrameDecoder:
             return False
         self._need = 0
         self._base += self._pos
-        self._buf = self._buf[self._pos :] + b"".join(self._pending)
+        # One copy of every byte: the unread tail is joined through a view, not sliced first.
+        self._pending.insert(0, memoryview(self._buf)[self._pos :])
+        self._buf = b"".join(self._pending)
         self._pos = 0
         self._pending.clear()
         self._pending_len = 0
@@ -325,19 +313,19 @@ class FrameDecoder:
                     except _FAST_PATH_MISSES:
                         pass
                     else:
-                        twin = _new(_MethodFrameTwin)
+                        twin = _MethodFrameTwin()
                         twin.channel = channel
                         twin.method = method
-                        twin.__class__ = MethodFrame  # type: ignore[assignment]
+                        twin.__class__ = MethodFrame
                         self._pos = end + 1
-                        return twin  # type: ignore[return-value]
+                        return twin  # type: ignore[no-any-return]
                 elif frame_type == 3 and channel:
-                    body = _new(_ContentBodyFrameTwin)
+                    body = _ContentBodyFrameTwin()
                     body.channel = channel
                     body.payload = buf[pos + 7 : end]
-                    body.__class__ = ContentBodyFrame  # type: ignore[assignment]
+                    body.__class__ = ContentBodyFrame
                     self._pos = end + 1
-                    return body  # type: ignore[return-value]
+                    return body  # type: ignore[no-any-return]
                 elif frame_type == 2 and channel and size >= 14:
                     class_id, weight, body_size = _unpack_content_header(buf, pos + 7)
                     decode_properties = self._property_decoders.get(class_id)
@@ -349,15 +337,15 @@ class FrameDecoder:
                         except _DIAGNOSABLE:
                             pass
                         else:
-                            header = _new(_ContentHeaderFrameTwin)
+                            header = _ContentHeaderFrameTwin()
                             header.channel = channel
                             header.class_id = class_id
                             header.body_size = body_size
                             header.properties = properties
                             header.weight = weight
-                            header.__class__ = ContentHeaderFrame  # type: ignore[assignment]
+                            header.__class__ = ContentHeaderFrame
                             self._pos = end + 1
-                            return header  # type: ignore[return-value]
+                            return header  # type: ignore[no-any-return]
         if self._error is not None:
             raise self._error
         if len(buf) - pos + self._pending_len < self._need and not self._eof:
@@ -406,6 +394,15 @@ class FrameDecoder:
             raise self._too_large(size, channel)
         end = pos + 7 + size
         if end >= len(buf):
+            if (
+                frame_type == FRAME_BODY
+                and channel
+                and self._fast
+                and len(buf) - pos + self._pending_len >= size + FRAME_OVERHEAD
+            ):
+                body = self._spanning_body(channel, size)
+                if body is not None:
+                    return body
             if not self._fill(size + FRAME_OVERHEAD):
                 return self._need_data()
             if self._fast:  # the whole frame is in the buffer now
@@ -443,6 +440,40 @@ class FrameDecoder:
             self._buf = b""
             self._pos = 0
         return frame
+
+    def _spanning_body(self, channel: int, size: int) -> ContentBodyFrame | None:
+        """A body frame that runs from ``_buf`` into the queued chunks, its payload joined
+        straight from them: one copy of a large body, where joining the chunks first and
+        slicing the payload out would make two. ``None`` if its frame-end octet is wrong (the
+        checked path then raises the located error)."""
+        buf, pos, pending = self._buf, self._pos, self._pending
+        pieces: list[bytes | memoryview] = [memoryview(buf)[pos + 7 :]]
+        have = len(buf) - pos - 7
+        used = 0  # queued chunks the frame reaches into
+        while have <= size:  # the frame-end octet is not in the pieces yet
+            chunk = pending[used]
+            used += 1
+            pieces.append(chunk)
+            have += len(chunk)
+        last = pending[used - 1]
+        frame_end = len(last) - (have - size)  # its index in the last chunk
+        if last[frame_end] != FRAME_END:
+            return None
+        pieces[-1] = memoryview(last)[:frame_end]
+        payload = b"".join(pieces)
+        # The rest of the last chunk becomes the buffer, in place.
+        consumed = sum(len(chunk) for chunk in pending[: used - 1])
+        self._base += len(buf) + consumed
+        self._buf = last if type(last) is bytes else bytes(last)
+        self._pos = frame_end + 1
+        del pending[:used]
+        self._pending_len -= consumed + len(last)
+        self._need = 0
+        frame = _ContentBodyFrameTwin()
+        frame.channel = channel
+        frame.payload = payload
+        frame.__class__ = ContentBodyFrame
+        return frame  # type: ignore[no-any-return]
 
     def _need_data(self) -> Literal[NeedData.NEED_DATA]:
         if self._eof and self.buffered:
@@ -668,7 +699,7 @@ def _decoders_by_channel(
 
 
 def decode_method(
-    payload: bytes,
+    payload: bytes | bytearray | memoryview,
     spec: ProtocolSpec | ModuleType | None = None,
     *,
     max_table_depth: int = DEFAULT_MAX_TABLE_DEPTH,

@@ -29,6 +29,8 @@ UTC = dt.UTC
 CHANNEL = 1
 FRAME_MAX = 131072  # RabbitMQ's default negotiated frame_max
 CHUNK_SIZE = 4096  # workload 6 feeds the stream in chunks of this size
+LARGE_BODY_SIZE = 1024 * 1024  # workload 7: one message of this size
+LARGE_CHUNK_SIZE = 65536  # workload 7 feeds it in chunks of this size (a socket read)
 STREAM_FRAMES = 10_000
 
 SENT_AT = dt.datetime(2023, 11, 14, 22, 13, 20, tzinfo=UTC)  # 1_700_000_000
@@ -225,3 +227,34 @@ def build_stream(frame_count: int = STREAM_FRAMES, seed: int = 91) -> Stream:
     counts["bytes"] = len(data)
     counts["chunks"] = len(chunks)
     return Stream(data, chunks, len(frames), objects, counts)
+
+
+# --------------------------------------------------------------------------------------------
+# Workload 7: one 1 MiB message
+# --------------------------------------------------------------------------------------------
+
+
+def build_large_message(
+    body_size: int = LARGE_BODY_SIZE, chunk_size: int = LARGE_CHUNK_SIZE, seed: int = 7
+) -> Stream:
+    """One delivery of a ``body_size`` body: basic.deliver, a content header (the properties
+    of workload 6's deliveries) and body frames of ``FRAME_MAX`` bytes, as a consumer receives
+    it, in ``chunk_size`` reads."""
+    body = random.Random(seed).randbytes(body_size)
+    props = BasicProperties(
+        content_type="application/octet-stream",
+        delivery_mode=2,
+        message_id="msg-large-00000001",
+        timestamp=Timestamp(SENT_AT_TS),
+        headers=SMALL_TABLE,
+    )
+    objects: list[Any] = [
+        DELIVER_FRAME_OBJ,
+        ContentHeaderFrame(CHANNEL, 60, body_size, props),
+    ]
+    step = FRAME_MAX - 8  # the largest payload a frame of frame_max bytes carries
+    objects += [ContentBodyFrame(CHANNEL, body[i : i + step]) for i in range(0, body_size, step)]
+    data = b"".join(encode_frame(f) for f in objects)
+    chunks = [data[i : i + chunk_size] for i in range(0, len(data), chunk_size)]
+    counts = {"bytes": len(data), "chunks": len(chunks), "body_bytes": body_size}
+    return Stream(data, chunks, len(objects), objects, counts)

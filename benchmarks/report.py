@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import TARGET_RATIO
+from . import COMPILED_DECODE_TARGET_RATIO
 from .timing import Timing
 from .workloads import Verified, Workload
 
@@ -16,6 +16,16 @@ class Row:
     workload: Workload
     verified: dict[str, Verified]
     timings: dict[str, Timing] = field(default_factory=dict)
+    compiled: bool = False  # our side ran the compiled build
+
+    def target(self) -> float:
+        """The ratio to the fastest peer this workload is held to, for the build that ran."""
+        if self.compiled and self.workload.decodes:
+            return COMPILED_DECODE_TARGET_RATIO
+        return self.workload.target
+
+    def meets_target(self) -> bool:
+        return (self.ratio_to_fastest() or 0) >= self.target()
 
     def ops(self, key: str) -> float | None:
         t = self.timings.get(key)
@@ -68,7 +78,8 @@ def table(rows: list[Row], labels: dict[str, str]) -> str:
     ]
     for row in rows:
         ratio = row.ratio_to_fastest()
-        status = "-" if ratio is None else ("ok" if ratio >= TARGET_RATIO else "BELOW")
+        status = "-" if ratio is None else ("ok" if row.meets_target() else "BELOW")
+        status += f" ({row.target():g}x)"
         lines.append(
             f"{row.workload.key:<30} {row.workload.unit:<9}"
             + "".join(
@@ -97,6 +108,8 @@ def details(rows: list[Row], labels: dict[str, str]) -> str:
                 )
                 if w.ops_scale > 1:
                     timing += f", {t.ops_per_sec * w.ops_scale:,.0f} frames/s"
+                if w.bytes_per_op:
+                    timing += f", {t.ops_per_sec * w.bytes_per_op / 1e6:,.1f} MB/s"
             what = v.bench.note if v.bench else ""
             out.append(f"  {labels[key]:<11} {timing}")
             if what:
@@ -107,7 +120,7 @@ def details(rows: list[Row], labels: dict[str, str]) -> str:
 
 
 def to_json(rows: list[Row], labels: dict[str, str], meta: dict[str, Any]) -> dict[str, Any]:
-    data: dict[str, Any] = {"meta": meta, "target_ratio": TARGET_RATIO, "workloads": []}
+    data: dict[str, Any] = {"meta": meta, "workloads": []}
     for row in rows:
         w = row.workload
         libs = {}
@@ -134,11 +147,13 @@ def to_json(rows: list[Row], labels: dict[str, str], meta: dict[str, Any]) -> di
                 "title": w.title,
                 "op": w.unit,
                 "frames_per_op": w.ops_scale,
+                "bytes_per_op": w.bytes_per_op or None,
                 "description": w.description,
                 "libraries": libs,
                 "fastest_peer": labels[fastest] if fastest else None,
                 "ratio_to_fastest_peer": row.ratio_to_fastest(),
-                "meets_target": (row.ratio_to_fastest() or 0) >= TARGET_RATIO,
+                "target_ratio": row.target(),
+                "meets_target": row.meets_target(),
             }
         )
     return data
@@ -148,3 +163,52 @@ def write_json(path: str, data: dict[str, Any]) -> None:
     with open(path, "w", encoding="utf-8") as fh:
         json.dump(data, fh, indent=2)
         fh.write("\n")
+
+
+def read_json(path: str) -> dict[str, Any]:
+    with open(path, encoding="utf-8") as fh:
+        data: dict[str, Any] = json.load(fh)
+    return data
+
+
+REGRESSION = 0.10  # a ratio to the fastest peer this much below the saved one is flagged
+
+
+def compare(
+    rows: list[Row], saved: dict[str, Any], saved_name: str, tolerance: float = REGRESSION
+) -> str:
+    """This run against a saved ``--json`` result: our ops/s and our ratio to the fastest
+    peer, then and now. The ratio is what to watch: both libraries ran on the same machine
+    in the same run, so it hardly moves with the load, where ops/s do."""
+    then = {w["key"]: w for w in saved.get("workloads", [])}
+    meta = saved.get("meta", {})
+    lines = [
+        f"compared with {saved_name} ({meta.get('date', '?')}, amqp-codec at "
+        f"{meta.get('amqp_codec_git', '?')}, build {meta.get('amqp_codec_build', 'pure Python')})",
+        f"{'workload':<30} {'ours ops/s then':>16} {'now':>12} {'now/then':>9} |"
+        f" {'/fastest then':>13} {'now':>7} {'now/then':>9}",
+    ]
+    lines.append("-" * len(lines[-1]))
+    for row in rows:
+        old = then.get(row.workload.key)
+        if old is None:
+            lines.append(f"{row.workload.key:<30} (not in the saved result)")
+            continue
+        ours_then = (old["libraries"].get("amqp-codec") or {}).get("ops_per_sec")
+        ours_now = row.ops("ours")
+        ratio_then = old.get("ratio_to_fastest_peer")
+        ratio_now = row.ratio_to_fastest()
+        flag = ""
+        if ratio_then and ratio_now and ratio_now < ratio_then * (1 - tolerance):
+            flag = "  REGRESSED"
+        lines.append(
+            f"{row.workload.key:<30} {_fmt_ops(ours_then, None, None):>16}"
+            f" {_fmt_ops(ours_now, None, None):>12} {_fmt_ratio(_div(ours_now, ours_then)):>9} |"
+            f" {_fmt_ratio(ratio_then):>13} {_fmt_ratio(ratio_now):>7}"
+            f" {_fmt_ratio(_div(ratio_now, ratio_then)):>9}{flag}"
+        )
+    return "\n".join(lines)
+
+
+def _div(a: float | None, b: float | None) -> float | None:
+    return a / b if a and b else None

@@ -22,6 +22,7 @@ import amqp_codec as ac
 from amqp_codec import NEED_DATA, FrameDecoder, v0_9_1
 from amqp_codec.table import decode_table
 
+from . import LARGE_MESSAGE_TARGET_RATIO, TARGET_RATIO
 from . import fixtures as fx
 from . import normalize as norm
 from .peers import Bench, Ours, Unsupported
@@ -37,6 +38,12 @@ class Workload:
     make: Callable[[Any], Bench]
     expected: Callable[[], Any]
     ops_scale: int = 1  # frames per op, for frames/s
+    bytes_per_op: int = 0  # wire bytes per op, for MB/s (stream workloads)
+    target: float = TARGET_RATIO  # ours / fastest peer that counts as met (pure Python)
+
+    @property
+    def decodes(self) -> bool:
+        return self.kind in ("frames", "table")
 
 
 @dataclass
@@ -67,7 +74,7 @@ def _publish_expected() -> list[Any]:
     )
 
 
-def build(stream: fx.Stream) -> list[Workload]:
+def build(stream: fx.Stream, large: fx.Stream) -> list[Workload]:
     return [
         Workload(
             "1-deliver-decode",
@@ -155,6 +162,22 @@ def build(stream: fx.Stream) -> list[Workload]:
             lambda p: p.stream_decode(stream),
             lambda: _frames(stream.objects),
             ops_scale=stream.frame_count,
+            bytes_per_op=stream.counts["bytes"],
+        ),
+        Workload(
+            "7-large-message-decode",
+            f"one {large.counts['body_bytes'] // 1024} KiB message in "
+            f"{large.counts['chunks']} chunks",
+            "message",
+            f"basic.deliver, content header and {large.frame_count - 2} body frames of up to "
+            f"{fx.FRAME_MAX} bytes ({large.counts['bytes']:,} bytes) in chunks of "
+            f"{fx.LARGE_CHUNK_SIZE} B, fed to each library's receive path",
+            "frames",
+            lambda p: p.stream_decode(large),
+            lambda: _frames(large.objects),
+            ops_scale=large.frame_count,
+            bytes_per_op=large.counts["bytes"],
+            target=LARGE_MESSAGE_TARGET_RATIO,
         ),
     ]
 

@@ -149,33 +149,33 @@ def test_partial_frame_returns_need_data_until_complete():
 # --------------------------------------------------------------------------------------------
 
 
-class _CopyCounter:
-    """Counts the bytes the decoder materialises into its buffer (its only joining step)."""
+class _CopyCounter(FrameDecoder):
+    """Counts the bytes the decoder materialises into its buffer (its only joining step).
 
-    def __init__(self, decoder: FrameDecoder) -> None:
-        assert hasattr(decoder, "_fill"), "decoder internals changed: update this probe"
-        self.decoder = decoder
+    A subclass rather than a patched instance: the compiled build's methods call each other
+    directly, past any instance attribute, but an interpreted subclass's override is called.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        assert hasattr(self, "_fill"), "decoder internals changed: update this probe"
         self.copied = 0
         self.calls = 0
-        original = decoder._fill
 
-        def counting(needed: int) -> bool:
-            before = decoder._buf
-            ok = original(needed)
-            if decoder._buf is not before:  # a join happened, whatever the result
-                self.calls += 1
-                self.copied += len(decoder._buf)
-            return ok
-
-        decoder._fill = counting  # type: ignore[method-assign]
+    def _fill(self, needed: int) -> bool:
+        before = self._buf
+        ok = super()._fill(needed)
+        if self._buf is not before:  # a join happened, whatever the result
+            self.calls += 1
+            self.copied += len(self._buf)
+        return ok
 
 
 @pytest.mark.timeout(120)
 def test_four_mib_body_one_byte_at_a_time_is_linear():
     body = bytes(range(256)) * (4 * 1024 * 1024 // 256)
     stream = PH + raw_frame(3, 1, body)
-    decoder = FrameDecoder()
-    counter = _CopyCounter(decoder)
+    decoder = counter = _CopyCounter()
     frames = []
     receive = decoder.receive_data
     next_frame = decoder.next_frame
@@ -193,8 +193,7 @@ def test_four_mib_body_one_byte_at_a_time_is_linear():
 def test_many_small_frames_one_byte_at_a_time_is_linear():
     frames = [raw_frame(1, 1, ACK), raw_frame(3, 2, b"payload"), HB] * 2000
     stream = PH + b"".join(frames)
-    decoder = FrameDecoder()
-    counter = _CopyCounter(decoder)
+    decoder = counter = _CopyCounter()
     count = 0
     for byte in stream:
         decoder.receive_data(ONE_BYTE[byte])
@@ -207,14 +206,44 @@ def test_many_small_frames_one_byte_at_a_time_is_linear():
 def test_large_chunks_with_frames_straddling_boundaries_is_linear():
     body = b"b" * 100_000
     stream = PH + (raw_frame(3, 1, body) + raw_frame(1, 1, ACK)) * 40
-    decoder = FrameDecoder()
-    counter = _CopyCounter(decoder)
+    decoder = counter = _CopyCounter()
     count = 0
     for i in range(0, len(stream), 4093):
         decoder.receive_data(stream[i : i + 4093])
         count += len(list(decoder))
     assert count == 81
     assert counter.copied <= 3 * len(stream)
+
+
+def test_body_frame_spanning_chunks_is_joined_once_from_them():
+    # A large body frame arriving in socket-sized reads: its payload is joined straight
+    # from the queued chunks (one copy), never by joining the buffer first.
+    body = bytes(range(256)) * 1024  # 256 KiB
+    stream = PH + raw_frame(1, 1, ACK) + raw_frame(3, 1, body) + raw_frame(1, 1, ACK)
+    decoder = counter = _CopyCounter()
+    frames = []
+    for i in range(0, len(stream), 65536):
+        decoder.receive_data(stream[i : i + 65536])
+        for frame in decoder:
+            frames.append(frame)
+            if type(frame) is ContentBodyFrame:
+                assert decoder.offset == len(PH) + 2 * 8 + len(ACK) + len(body)
+    assert [type(f) for f in frames] == [ProtocolHeader, MethodFrame, ContentBodyFrame, MethodFrame]
+    assert frames[2] == ContentBodyFrame(1, body) and type(frames[2].payload) is bytes
+    assert decoder.offset == len(stream) and decoder.buffered == 0
+    assert counter.calls == 0
+
+
+def test_body_frame_spanning_chunks_with_a_bad_frame_end():
+    body = b"x" * 5000
+    stream = PREFIX + raw_frame(3, 1, body, end=b"\x00")
+    decoder = FrameDecoder()
+    with pytest.raises(FrameError) as caught:
+        for i in range(0, len(stream), 1000):
+            decoder.receive_data(stream[i : i + 1000])
+            list(decoder)
+    assert caught.value.offset == AT + 7 + len(body)
+    assert caught.value.channel == 1
 
 
 # --------------------------------------------------------------------------------------------

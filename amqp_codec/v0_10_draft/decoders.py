@@ -14,7 +14,7 @@ from collections.abc import Callable
 from struct import Struct
 from typing import Any
 
-from amqp_codec.base import Method, Properties
+from amqp_codec.base import Method, Properties, writable_twin
 from amqp_codec.errors import FrameSyntaxError
 from amqp_codec.wire010 import Timestamp, decode_table
 from amqp_codec.wire010 import decode_long_struct, decode_rfc1982_long_set, decode_uuid
@@ -67,374 +67,98 @@ _UNPACK_I = Struct(">I").unpack_from
 # A decoder fills a writable twin of the method class (same base, same slots) with plain
 # attribute stores, then gives the object its frozen class: a __class__ assignment between
 # layout-identical classes. That costs half as much as the frozen class's slot setters.
-
-
-class _ConnectionStart(Method):
-    __slots__ = Connection.Start.__slots__
-
-
-class _ConnectionStartOk(Method):
-    __slots__ = Connection.StartOk.__slots__
-
-
-class _ConnectionSecure(Method):
-    __slots__ = Connection.Secure.__slots__
-
-
-class _ConnectionSecureOk(Method):
-    __slots__ = Connection.SecureOk.__slots__
-
-
-class _ConnectionTune(Method):
-    __slots__ = Connection.Tune.__slots__
-
-
-class _ConnectionTuneOk(Method):
-    __slots__ = Connection.TuneOk.__slots__
-
-
-class _ConnectionOpen(Method):
-    __slots__ = Connection.Open.__slots__
-
-
-class _ConnectionOpenOk(Method):
-    __slots__ = Connection.OpenOk.__slots__
-
-
-class _ConnectionRedirect(Method):
-    __slots__ = Connection.Redirect.__slots__
-
-
-class _ConnectionClose(Method):
-    __slots__ = Connection.Close.__slots__
-
-
-class _SessionOpen(Method):
-    __slots__ = Session.Open.__slots__
-
-
-class _SessionAttached(Method):
-    __slots__ = Session.Attached.__slots__
-
-
-class _SessionFlow(Method):
-    __slots__ = Session.Flow.__slots__
-
-
-class _SessionFlowOk(Method):
-    __slots__ = Session.FlowOk.__slots__
-
-
-class _SessionClosed(Method):
-    __slots__ = Session.Closed.__slots__
-
-
-class _SessionResume(Method):
-    __slots__ = Session.Resume.__slots__
-
-
-class _SessionAck(Method):
-    __slots__ = Session.Ack.__slots__
-
-
-class _SessionHighWaterMark(Method):
-    __slots__ = Session.HighWaterMark.__slots__
-
-
-class _AccessRequest(Method):
-    __slots__ = Access.Request.__slots__
-
-
-class _AccessRequestOk(Method):
-    __slots__ = Access.RequestOk.__slots__
-
-
-class _ExchangeDeclare(Method):
-    __slots__ = Exchange.Declare.__slots__
-
-
-class _ExchangeDelete(Method):
-    __slots__ = Exchange.Delete.__slots__
-
-
-class _ExchangeQuery(Method):
-    __slots__ = Exchange.Query.__slots__
-
-
-class _QueueDeclare(Method):
-    __slots__ = Queue.Declare.__slots__
-
-
-class _QueueBind(Method):
-    __slots__ = Queue.Bind.__slots__
-
-
-class _QueueUnbind(Method):
-    __slots__ = Queue.Unbind.__slots__
-
-
-class _QueuePurge(Method):
-    __slots__ = Queue.Purge.__slots__
-
-
-class _QueueDelete(Method):
-    __slots__ = Queue.Delete.__slots__
-
-
-class _QueueQuery(Method):
-    __slots__ = Queue.Query.__slots__
-
-
-class _BasicQos(Method):
-    __slots__ = Basic.Qos.__slots__
-
-
-class _BasicConsume(Method):
-    __slots__ = Basic.Consume.__slots__
-
-
-class _BasicConsumeOk(Method):
-    __slots__ = Basic.ConsumeOk.__slots__
-
-
-class _BasicCancel(Method):
-    __slots__ = Basic.Cancel.__slots__
-
-
-class _BasicPublish(Method):
-    __slots__ = Basic.Publish.__slots__
-
-
-class _BasicDeliver(Method):
-    __slots__ = Basic.Deliver.__slots__
-
-
-class _BasicGet(Method):
-    __slots__ = Basic.Get.__slots__
-
-
-class _BasicGetOk(Method):
-    __slots__ = Basic.GetOk.__slots__
-
-
-class _BasicGetEmpty(Method):
-    __slots__ = Basic.GetEmpty.__slots__
-
-
-class _BasicAck(Method):
-    __slots__ = Basic.Ack.__slots__
-
-
-class _BasicReject(Method):
-    __slots__ = Basic.Reject.__slots__
-
-
-class _BasicRecover(Method):
-    __slots__ = Basic.Recover.__slots__
-
-
-class _FileQos(Method):
-    __slots__ = File.Qos.__slots__
-
-
-class _FileConsume(Method):
-    __slots__ = File.Consume.__slots__
-
-
-class _FileConsumeOk(Method):
-    __slots__ = File.ConsumeOk.__slots__
-
-
-class _FileCancel(Method):
-    __slots__ = File.Cancel.__slots__
-
-
-class _FileOpen(Method):
-    __slots__ = File.Open.__slots__
-
-
-class _FileOpenOk(Method):
-    __slots__ = File.OpenOk.__slots__
-
-
-class _FilePublish(Method):
-    __slots__ = File.Publish.__slots__
-
-
-class _FileReturn(Method):
-    __slots__ = File.Return.__slots__
-
-
-class _FileDeliver(Method):
-    __slots__ = File.Deliver.__slots__
-
-
-class _FileAck(Method):
-    __slots__ = File.Ack.__slots__
-
-
-class _FileReject(Method):
-    __slots__ = File.Reject.__slots__
-
-
-class _StreamQos(Method):
-    __slots__ = Stream.Qos.__slots__
-
-
-class _StreamConsume(Method):
-    __slots__ = Stream.Consume.__slots__
-
-
-class _StreamConsumeOk(Method):
-    __slots__ = Stream.ConsumeOk.__slots__
-
-
-class _StreamCancel(Method):
-    __slots__ = Stream.Cancel.__slots__
-
-
-class _StreamPublish(Method):
-    __slots__ = Stream.Publish.__slots__
-
-
-class _StreamReturn(Method):
-    __slots__ = Stream.Return.__slots__
-
-
-class _StreamDeliver(Method):
-    __slots__ = Stream.Deliver.__slots__
-
-
-class _DtxDemarcationStart(Method):
-    __slots__ = DtxDemarcation.Start.__slots__
-
-
-class _DtxDemarcationEnd(Method):
-    __slots__ = DtxDemarcation.End.__slots__
-
-
-class _DtxCoordinationCommit(Method):
-    __slots__ = DtxCoordination.Commit.__slots__
-
-
-class _DtxCoordinationForget(Method):
-    __slots__ = DtxCoordination.Forget.__slots__
-
-
-class _DtxCoordinationGetTimeout(Method):
-    __slots__ = DtxCoordination.GetTimeout.__slots__
-
-
-class _DtxCoordinationPrepare(Method):
-    __slots__ = DtxCoordination.Prepare.__slots__
-
-
-class _DtxCoordinationRecover(Method):
-    __slots__ = DtxCoordination.Recover.__slots__
-
-
-class _DtxCoordinationRollback(Method):
-    __slots__ = DtxCoordination.Rollback.__slots__
-
-
-class _DtxCoordinationSetTimeout(Method):
-    __slots__ = DtxCoordination.SetTimeout.__slots__
-
-
-class _TunnelRequest(Method):
-    __slots__ = Tunnel.Request.__slots__
-
-
-class _MessageTransfer(Method):
-    __slots__ = Message.Transfer.__slots__
-
-
-class _MessageReject(Method):
-    __slots__ = Message.Reject.__slots__
-
-
-class _MessageAcquire(Method):
-    __slots__ = Message.Acquire.__slots__
-
-
-class _MessageAcquired(Method):
-    __slots__ = Message.Acquired.__slots__
-
-
-class _MessageRelease(Method):
-    __slots__ = Message.Release.__slots__
-
-
-class _MessageSubscribe(Method):
-    __slots__ = Message.Subscribe.__slots__
-
-
-class _MessageCancel(Method):
-    __slots__ = Message.Cancel.__slots__
-
-
-class _MessageGet(Method):
-    __slots__ = Message.Get.__slots__
-
-
-class _MessageRecover(Method):
-    __slots__ = Message.Recover.__slots__
-
-
-class _MessageOpen(Method):
-    __slots__ = Message.Open.__slots__
-
-
-class _MessageClose(Method):
-    __slots__ = Message.Close.__slots__
-
-
-class _MessageAppend(Method):
-    __slots__ = Message.Append.__slots__
-
-
-class _MessageCheckpoint(Method):
-    __slots__ = Message.Checkpoint.__slots__
-
-
-class _MessageResume(Method):
-    __slots__ = Message.Resume.__slots__
-
-
-class _MessageQos(Method):
-    __slots__ = Message.Qos.__slots__
-
-
-class _MessageFlowMode(Method):
-    __slots__ = Message.FlowMode.__slots__
-
-
-class _MessageFlow(Method):
-    __slots__ = Message.Flow.__slots__
-
-
-class _MessageFlush(Method):
-    __slots__ = Message.Flush.__slots__
-
-
-class _MessageStop(Method):
-    __slots__ = Message.Stop.__slots__
-
-
-class _MessageOffset(Method):
-    __slots__ = Message.Offset.__slots__
-
-
-class _BindingQuery(Method):
-    __slots__ = Binding.Query.__slots__
-
-
-class _ExecutionComplete(Method):
-    __slots__ = Execution.Complete.__slots__
-
-
-class _ExecutionResult(Method):
-    __slots__ = Execution.Result.__slots__
+_ConnectionStart: Any = writable_twin(Connection.Start)
+_ConnectionStartOk: Any = writable_twin(Connection.StartOk)
+_ConnectionSecure: Any = writable_twin(Connection.Secure)
+_ConnectionSecureOk: Any = writable_twin(Connection.SecureOk)
+_ConnectionTune: Any = writable_twin(Connection.Tune)
+_ConnectionTuneOk: Any = writable_twin(Connection.TuneOk)
+_ConnectionOpen: Any = writable_twin(Connection.Open)
+_ConnectionOpenOk: Any = writable_twin(Connection.OpenOk)
+_ConnectionRedirect: Any = writable_twin(Connection.Redirect)
+_ConnectionClose: Any = writable_twin(Connection.Close)
+_SessionOpen: Any = writable_twin(Session.Open)
+_SessionAttached: Any = writable_twin(Session.Attached)
+_SessionFlow: Any = writable_twin(Session.Flow)
+_SessionFlowOk: Any = writable_twin(Session.FlowOk)
+_SessionClosed: Any = writable_twin(Session.Closed)
+_SessionResume: Any = writable_twin(Session.Resume)
+_SessionAck: Any = writable_twin(Session.Ack)
+_SessionHighWaterMark: Any = writable_twin(Session.HighWaterMark)
+_AccessRequest: Any = writable_twin(Access.Request)
+_AccessRequestOk: Any = writable_twin(Access.RequestOk)
+_ExchangeDeclare: Any = writable_twin(Exchange.Declare)
+_ExchangeDelete: Any = writable_twin(Exchange.Delete)
+_ExchangeQuery: Any = writable_twin(Exchange.Query)
+_QueueDeclare: Any = writable_twin(Queue.Declare)
+_QueueBind: Any = writable_twin(Queue.Bind)
+_QueueUnbind: Any = writable_twin(Queue.Unbind)
+_QueuePurge: Any = writable_twin(Queue.Purge)
+_QueueDelete: Any = writable_twin(Queue.Delete)
+_QueueQuery: Any = writable_twin(Queue.Query)
+_BasicQos: Any = writable_twin(Basic.Qos)
+_BasicConsume: Any = writable_twin(Basic.Consume)
+_BasicConsumeOk: Any = writable_twin(Basic.ConsumeOk)
+_BasicCancel: Any = writable_twin(Basic.Cancel)
+_BasicPublish: Any = writable_twin(Basic.Publish)
+_BasicDeliver: Any = writable_twin(Basic.Deliver)
+_BasicGet: Any = writable_twin(Basic.Get)
+_BasicGetOk: Any = writable_twin(Basic.GetOk)
+_BasicGetEmpty: Any = writable_twin(Basic.GetEmpty)
+_BasicAck: Any = writable_twin(Basic.Ack)
+_BasicReject: Any = writable_twin(Basic.Reject)
+_BasicRecover: Any = writable_twin(Basic.Recover)
+_FileQos: Any = writable_twin(File.Qos)
+_FileConsume: Any = writable_twin(File.Consume)
+_FileConsumeOk: Any = writable_twin(File.ConsumeOk)
+_FileCancel: Any = writable_twin(File.Cancel)
+_FileOpen: Any = writable_twin(File.Open)
+_FileOpenOk: Any = writable_twin(File.OpenOk)
+_FilePublish: Any = writable_twin(File.Publish)
+_FileReturn: Any = writable_twin(File.Return)
+_FileDeliver: Any = writable_twin(File.Deliver)
+_FileAck: Any = writable_twin(File.Ack)
+_FileReject: Any = writable_twin(File.Reject)
+_StreamQos: Any = writable_twin(Stream.Qos)
+_StreamConsume: Any = writable_twin(Stream.Consume)
+_StreamConsumeOk: Any = writable_twin(Stream.ConsumeOk)
+_StreamCancel: Any = writable_twin(Stream.Cancel)
+_StreamPublish: Any = writable_twin(Stream.Publish)
+_StreamReturn: Any = writable_twin(Stream.Return)
+_StreamDeliver: Any = writable_twin(Stream.Deliver)
+_DtxDemarcationStart: Any = writable_twin(DtxDemarcation.Start)
+_DtxDemarcationEnd: Any = writable_twin(DtxDemarcation.End)
+_DtxCoordinationCommit: Any = writable_twin(DtxCoordination.Commit)
+_DtxCoordinationForget: Any = writable_twin(DtxCoordination.Forget)
+_DtxCoordinationGetTimeout: Any = writable_twin(DtxCoordination.GetTimeout)
+_DtxCoordinationPrepare: Any = writable_twin(DtxCoordination.Prepare)
+_DtxCoordinationRecover: Any = writable_twin(DtxCoordination.Recover)
+_DtxCoordinationRollback: Any = writable_twin(DtxCoordination.Rollback)
+_DtxCoordinationSetTimeout: Any = writable_twin(DtxCoordination.SetTimeout)
+_TunnelRequest: Any = writable_twin(Tunnel.Request)
+_MessageTransfer: Any = writable_twin(Message.Transfer)
+_MessageReject: Any = writable_twin(Message.Reject)
+_MessageAcquire: Any = writable_twin(Message.Acquire)
+_MessageAcquired: Any = writable_twin(Message.Acquired)
+_MessageRelease: Any = writable_twin(Message.Release)
+_MessageSubscribe: Any = writable_twin(Message.Subscribe)
+_MessageCancel: Any = writable_twin(Message.Cancel)
+_MessageGet: Any = writable_twin(Message.Get)
+_MessageRecover: Any = writable_twin(Message.Recover)
+_MessageOpen: Any = writable_twin(Message.Open)
+_MessageClose: Any = writable_twin(Message.Close)
+_MessageAppend: Any = writable_twin(Message.Append)
+_MessageCheckpoint: Any = writable_twin(Message.Checkpoint)
+_MessageResume: Any = writable_twin(Message.Resume)
+_MessageQos: Any = writable_twin(Message.Qos)
+_MessageFlowMode: Any = writable_twin(Message.FlowMode)
+_MessageFlow: Any = writable_twin(Message.Flow)
+_MessageFlush: Any = writable_twin(Message.Flush)
+_MessageStop: Any = writable_twin(Message.Stop)
+_MessageOffset: Any = writable_twin(Message.Offset)
+_BindingQuery: Any = writable_twin(Binding.Query)
+_ExecutionComplete: Any = writable_twin(Execution.Complete)
+_ExecutionResult: Any = writable_twin(Execution.Result)
 
 
 def _overrun(o: int, end: int) -> FrameSyntaxError:
@@ -460,14 +184,14 @@ def decode_connection_start(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_ConnectionStart)
+    m = _ConnectionStart()
     m.version_major = version_major
     m.version_minor = version_minor
     m.server_properties = server_properties
     m.mechanisms = mechanisms
     m.locales = locales
     m.__class__ = Connection.Start
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_connection_start_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -493,13 +217,13 @@ def decode_connection_start_ok(buf: bytes, o: int, end: int, depth: int) -> Meth
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_ConnectionStartOk)
+    m = _ConnectionStartOk()
     m.client_properties = client_properties
     m.mechanism = mechanism
     m.response = response
     m.locale = locale
     m.__class__ = Connection.StartOk
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_connection_secure(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -512,10 +236,10 @@ def decode_connection_secure(buf: bytes, o: int, end: int, depth: int) -> Method
     o += n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_ConnectionSecure)
+    m = _ConnectionSecure()
     m.challenge = challenge
     m.__class__ = Connection.Secure
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_connection_secure_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -528,10 +252,10 @@ def decode_connection_secure_ok(buf: bytes, o: int, end: int, depth: int) -> Met
     o += n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_ConnectionSecureOk)
+    m = _ConnectionSecureOk()
     m.response = response
     m.__class__ = Connection.SecureOk
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_connection_tune(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -540,12 +264,12 @@ def decode_connection_tune(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 8
     if o != end:
         raise _overrun(o, end)
-    m = _new(_ConnectionTune)
+    m = _ConnectionTune()
     m.channel_max = channel_max
     m.frame_max = frame_max
     m.heartbeat = heartbeat
     m.__class__ = Connection.Tune
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_connection_tune_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -554,12 +278,12 @@ def decode_connection_tune_ok(buf: bytes, o: int, end: int, depth: int) -> Metho
     o += 8
     if o != end:
         raise _overrun(o, end)
-    m = _new(_ConnectionTuneOk)
+    m = _ConnectionTuneOk()
     m.channel_max = channel_max
     m.frame_max = frame_max
     m.heartbeat = heartbeat
     m.__class__ = Connection.TuneOk
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_connection_open(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -583,12 +307,12 @@ def decode_connection_open(buf: bytes, o: int, end: int, depth: int) -> Method:
     insist = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(_ConnectionOpen)
+    m = _ConnectionOpen()
     m.virtual_host = virtual_host
     m.capabilities = capabilities
     m.insist = insist
     m.__class__ = Connection.Open
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_connection_open_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -601,10 +325,10 @@ def decode_connection_open_ok(buf: bytes, o: int, end: int, depth: int) -> Metho
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_ConnectionOpenOk)
+    m = _ConnectionOpenOk()
     m.known_hosts = known_hosts
     m.__class__ = Connection.OpenOk
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_connection_redirect(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -623,11 +347,11 @@ def decode_connection_redirect(buf: bytes, o: int, end: int, depth: int) -> Meth
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_ConnectionRedirect)
+    m = _ConnectionRedirect()
     m.host = host
     m.known_hosts = known_hosts
     m.__class__ = Connection.Redirect
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_connection_close(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -644,20 +368,20 @@ def decode_connection_close(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 4
     if o != end:
         raise _overrun(o, end)
-    m = _new(_ConnectionClose)
+    m = _ConnectionClose()
     m.reply_code = reply_code
     m.reply_text = reply_text
     m.class_id = class_id
     m.method_id = method_id
     m.__class__ = Connection.Close
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_connection_close_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of connection.close-ok."""
     if o != end:
         raise _overrun(o, end)
-    return _new(Connection.CloseOk)  # type: ignore[no-any-return]
+    return _new(Connection.CloseOk)
 
 
 def decode_session_open(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -666,10 +390,10 @@ def decode_session_open(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 4
     if o != end:
         raise _overrun(o, end)
-    m = _new(_SessionOpen)
+    m = _SessionOpen()
     m.detached_lifetime = detached_lifetime
     m.__class__ = Session.Open
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_session_attached(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -679,11 +403,11 @@ def decode_session_attached(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 4
     if o != end:
         raise _overrun(o, end)
-    m = _new(_SessionAttached)
+    m = _SessionAttached()
     m.session_id = session_id
     m.detached_lifetime = detached_lifetime
     m.__class__ = Session.Attached
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_session_flow(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -695,10 +419,10 @@ def decode_session_flow(buf: bytes, o: int, end: int, depth: int) -> Method:
     active = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(_SessionFlow)
+    m = _SessionFlow()
     m.active = active
     m.__class__ = Session.Flow
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_session_flow_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -710,17 +434,17 @@ def decode_session_flow_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     active = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(_SessionFlowOk)
+    m = _SessionFlowOk()
     m.active = active
     m.__class__ = Session.FlowOk
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_session_close(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of session.close."""
     if o != end:
         raise _overrun(o, end)
-    return _new(Session.Close)  # type: ignore[no-any-return]
+    return _new(Session.Close)
 
 
 def decode_session_closed(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -735,11 +459,11 @@ def decode_session_closed(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_SessionClosed)
+    m = _SessionClosed()
     m.reply_code = reply_code
     m.reply_text = reply_text
     m.__class__ = Session.Closed
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_session_resume(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -747,24 +471,24 @@ def decode_session_resume(buf: bytes, o: int, end: int, depth: int) -> Method:
     session_id, o = decode_uuid(buf, o, end, depth)
     if o != end:
         raise _overrun(o, end)
-    m = _new(_SessionResume)
+    m = _SessionResume()
     m.session_id = session_id
     m.__class__ = Session.Resume
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_session_suspend(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of session.suspend."""
     if o != end:
         raise _overrun(o, end)
-    return _new(Session.Suspend)  # type: ignore[no-any-return]
+    return _new(Session.Suspend)
 
 
 def decode_session_detached(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of session.detached."""
     if o != end:
         raise _overrun(o, end)
-    return _new(Session.Detached)  # type: ignore[no-any-return]
+    return _new(Session.Detached)
 
 
 def decode_session_ack(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -774,11 +498,11 @@ def decode_session_ack(buf: bytes, o: int, end: int, depth: int) -> Method:
     seen_frame_set, o = decode_rfc1982_long_set(buf, o, end, depth)
     if o != end:
         raise _overrun(o, end)
-    m = _new(_SessionAck)
+    m = _SessionAck()
     m.cumulative_seen_mark = cumulative_seen_mark
     m.seen_frame_set = seen_frame_set
     m.__class__ = Session.Ack
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_session_high_water_mark(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -787,17 +511,17 @@ def decode_session_high_water_mark(buf: bytes, o: int, end: int, depth: int) -> 
     o += 4
     if o != end:
         raise _overrun(o, end)
-    m = _new(_SessionHighWaterMark)
+    m = _SessionHighWaterMark()
     m.last_sent_mark = last_sent_mark
     m.__class__ = Session.HighWaterMark
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_session_solicit_ack(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of session.solicit-ack."""
     if o != end:
         raise _overrun(o, end)
-    return _new(Session.SolicitAck)  # type: ignore[no-any-return]
+    return _new(Session.SolicitAck)
 
 
 def decode_access_request(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -819,7 +543,7 @@ def decode_access_request(buf: bytes, o: int, end: int, depth: int) -> Method:
     read = (bits0 & 16) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(_AccessRequest)
+    m = _AccessRequest()
     m.realm = realm
     m.exclusive = exclusive
     m.passive = passive
@@ -827,7 +551,7 @@ def decode_access_request(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.write = write
     m.read = read
     m.__class__ = Access.Request
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_access_request_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -836,10 +560,10 @@ def decode_access_request_ok(buf: bytes, o: int, end: int, depth: int) -> Method
     o += 2
     if o != end:
         raise _overrun(o, end)
-    m = _new(_AccessRequestOk)
+    m = _AccessRequestOk()
     m.ticket = ticket
     m.__class__ = Access.RequestOk
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_exchange_declare(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -874,7 +598,7 @@ def decode_exchange_declare(buf: bytes, o: int, end: int, depth: int) -> Method:
     arguments, o = decode_table(buf, o, end, depth)
     if o != end:
         raise _overrun(o, end)
-    m = _new(_ExchangeDeclare)
+    m = _ExchangeDeclare()
     m.ticket = ticket
     m.exchange = exchange
     m.type = type
@@ -884,7 +608,7 @@ def decode_exchange_declare(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.auto_delete = auto_delete
     m.arguments = arguments
     m.__class__ = Exchange.Declare
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_exchange_delete(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -904,12 +628,12 @@ def decode_exchange_delete(buf: bytes, o: int, end: int, depth: int) -> Method:
     if_unused = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(_ExchangeDelete)
+    m = _ExchangeDelete()
     m.ticket = ticket
     m.exchange = exchange
     m.if_unused = if_unused
     m.__class__ = Exchange.Delete
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_exchange_query(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -924,11 +648,11 @@ def decode_exchange_query(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_ExchangeQuery)
+    m = _ExchangeQuery()
     m.ticket = ticket
     m.name = name
     m.__class__ = Exchange.Query
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_queue_declare(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -958,7 +682,7 @@ def decode_queue_declare(buf: bytes, o: int, end: int, depth: int) -> Method:
     arguments, o = decode_table(buf, o, end, depth)
     if o != end:
         raise _overrun(o, end)
-    m = _new(_QueueDeclare)
+    m = _QueueDeclare()
     m.ticket = ticket
     m.queue = queue
     m.alternate_exchange = alternate_exchange
@@ -968,7 +692,7 @@ def decode_queue_declare(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.auto_delete = auto_delete
     m.arguments = arguments
     m.__class__ = Queue.Declare
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_queue_bind(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -996,14 +720,14 @@ def decode_queue_bind(buf: bytes, o: int, end: int, depth: int) -> Method:
     arguments, o = decode_table(buf, o, end, depth)
     if o != end:
         raise _overrun(o, end)
-    m = _new(_QueueBind)
+    m = _QueueBind()
     m.ticket = ticket
     m.queue = queue
     m.exchange = exchange
     m.routing_key = routing_key
     m.arguments = arguments
     m.__class__ = Queue.Bind
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_queue_unbind(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1031,14 +755,14 @@ def decode_queue_unbind(buf: bytes, o: int, end: int, depth: int) -> Method:
     arguments, o = decode_table(buf, o, end, depth)
     if o != end:
         raise _overrun(o, end)
-    m = _new(_QueueUnbind)
+    m = _QueueUnbind()
     m.ticket = ticket
     m.queue = queue
     m.exchange = exchange
     m.routing_key = routing_key
     m.arguments = arguments
     m.__class__ = Queue.Unbind
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_queue_purge(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1053,11 +777,11 @@ def decode_queue_purge(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_QueuePurge)
+    m = _QueuePurge()
     m.ticket = ticket
     m.queue = queue
     m.__class__ = Queue.Purge
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_queue_delete(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1078,13 +802,13 @@ def decode_queue_delete(buf: bytes, o: int, end: int, depth: int) -> Method:
     if_empty = (bits0 & 2) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(_QueueDelete)
+    m = _QueueDelete()
     m.ticket = ticket
     m.queue = queue
     m.if_unused = if_unused
     m.if_empty = if_empty
     m.__class__ = Queue.Delete
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_queue_query(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1097,10 +821,10 @@ def decode_queue_query(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_QueueQuery)
+    m = _QueueQuery()
     m.queue = queue
     m.__class__ = Queue.Query
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_basic_qos(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1112,12 +836,12 @@ def decode_basic_qos(buf: bytes, o: int, end: int, depth: int) -> Method:
     global_ = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(_BasicQos)
+    m = _BasicQos()
     m.prefetch_size = prefetch_size
     m.prefetch_count = prefetch_count
     m.global_ = global_
     m.__class__ = Basic.Qos
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_basic_consume(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1147,7 +871,7 @@ def decode_basic_consume(buf: bytes, o: int, end: int, depth: int) -> Method:
     arguments, o = decode_table(buf, o, end, depth)
     if o != end:
         raise _overrun(o, end)
-    m = _new(_BasicConsume)
+    m = _BasicConsume()
     m.ticket = ticket
     m.queue = queue
     m.consumer_tag = consumer_tag
@@ -1157,7 +881,7 @@ def decode_basic_consume(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.nowait = nowait
     m.arguments = arguments
     m.__class__ = Basic.Consume
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_basic_consume_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1170,10 +894,10 @@ def decode_basic_consume_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_BasicConsumeOk)
+    m = _BasicConsumeOk()
     m.consumer_tag = consumer_tag
     m.__class__ = Basic.ConsumeOk
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_basic_cancel(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1186,10 +910,10 @@ def decode_basic_cancel(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_BasicCancel)
+    m = _BasicCancel()
     m.consumer_tag = consumer_tag
     m.__class__ = Basic.Cancel
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_basic_publish(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1216,14 +940,14 @@ def decode_basic_publish(buf: bytes, o: int, end: int, depth: int) -> Method:
     immediate = (bits0 & 2) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(_BasicPublish)
+    m = _BasicPublish()
     m.ticket = ticket
     m.exchange = exchange
     m.routing_key = routing_key
     m.reject_unroutable = reject_unroutable
     m.immediate = immediate
     m.__class__ = Basic.Publish
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_basic_deliver(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1253,14 +977,14 @@ def decode_basic_deliver(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_BasicDeliver)
+    m = _BasicDeliver()
     m.consumer_tag = consumer_tag
     m.delivery_tag = delivery_tag
     m.redelivered = redelivered
     m.exchange = exchange
     m.routing_key = routing_key
     m.__class__ = Basic.Deliver
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_basic_get(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1280,12 +1004,12 @@ def decode_basic_get(buf: bytes, o: int, end: int, depth: int) -> Method:
     no_ack = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(_BasicGet)
+    m = _BasicGet()
     m.ticket = ticket
     m.queue = queue
     m.no_ack = no_ack
     m.__class__ = Basic.Get
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_basic_get_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1311,14 +1035,14 @@ def decode_basic_get_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 4
     if o != end:
         raise _overrun(o, end)
-    m = _new(_BasicGetOk)
+    m = _BasicGetOk()
     m.delivery_tag = delivery_tag
     m.redelivered = redelivered
     m.exchange = exchange
     m.routing_key = routing_key
     m.message_count = message_count
     m.__class__ = Basic.GetOk
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_basic_get_empty(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1331,10 +1055,10 @@ def decode_basic_get_empty(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_BasicGetEmpty)
+    m = _BasicGetEmpty()
     m.cluster_id = cluster_id
     m.__class__ = Basic.GetEmpty
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_basic_ack(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1346,11 +1070,11 @@ def decode_basic_ack(buf: bytes, o: int, end: int, depth: int) -> Method:
     multiple = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(_BasicAck)
+    m = _BasicAck()
     m.delivery_tag = delivery_tag
     m.multiple = multiple
     m.__class__ = Basic.Ack
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_basic_reject(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1362,11 +1086,11 @@ def decode_basic_reject(buf: bytes, o: int, end: int, depth: int) -> Method:
     requeue = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(_BasicReject)
+    m = _BasicReject()
     m.delivery_tag = delivery_tag
     m.requeue = requeue
     m.__class__ = Basic.Reject
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_basic_recover(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1378,10 +1102,10 @@ def decode_basic_recover(buf: bytes, o: int, end: int, depth: int) -> Method:
     requeue = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(_BasicRecover)
+    m = _BasicRecover()
     m.requeue = requeue
     m.__class__ = Basic.Recover
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_file_qos(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1393,19 +1117,19 @@ def decode_file_qos(buf: bytes, o: int, end: int, depth: int) -> Method:
     global_ = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(_FileQos)
+    m = _FileQos()
     m.prefetch_size = prefetch_size
     m.prefetch_count = prefetch_count
     m.global_ = global_
     m.__class__ = File.Qos
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_file_qos_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of file.qos-ok."""
     if o != end:
         raise _overrun(o, end)
-    return _new(File.QosOk)  # type: ignore[no-any-return]
+    return _new(File.QosOk)
 
 
 def decode_file_consume(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1435,7 +1159,7 @@ def decode_file_consume(buf: bytes, o: int, end: int, depth: int) -> Method:
     filter, o = decode_table(buf, o, end, depth)
     if o != end:
         raise _overrun(o, end)
-    m = _new(_FileConsume)
+    m = _FileConsume()
     m.ticket = ticket
     m.queue = queue
     m.consumer_tag = consumer_tag
@@ -1445,7 +1169,7 @@ def decode_file_consume(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.nowait = nowait
     m.filter = filter
     m.__class__ = File.Consume
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_file_consume_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1458,10 +1182,10 @@ def decode_file_consume_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_FileConsumeOk)
+    m = _FileConsumeOk()
     m.consumer_tag = consumer_tag
     m.__class__ = File.ConsumeOk
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_file_cancel(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1474,10 +1198,10 @@ def decode_file_cancel(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_FileCancel)
+    m = _FileCancel()
     m.consumer_tag = consumer_tag
     m.__class__ = File.Cancel
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_file_open(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1492,11 +1216,11 @@ def decode_file_open(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 8
     if o != end:
         raise _overrun(o, end)
-    m = _new(_FileOpen)
+    m = _FileOpen()
     m.identifier = identifier
     m.content_size = content_size
     m.__class__ = File.Open
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_file_open_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1505,17 +1229,17 @@ def decode_file_open_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 8
     if o != end:
         raise _overrun(o, end)
-    m = _new(_FileOpenOk)
+    m = _FileOpenOk()
     m.staged_size = staged_size
     m.__class__ = File.OpenOk
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_file_stage(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of file.stage."""
     if o != end:
         raise _overrun(o, end)
-    return _new(File.Stage)  # type: ignore[no-any-return]
+    return _new(File.Stage)
 
 
 def decode_file_publish(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1548,7 +1272,7 @@ def decode_file_publish(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_FilePublish)
+    m = _FilePublish()
     m.ticket = ticket
     m.exchange = exchange
     m.routing_key = routing_key
@@ -1556,7 +1280,7 @@ def decode_file_publish(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.immediate = immediate
     m.identifier = identifier
     m.__class__ = File.Publish
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_file_return_(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1583,13 +1307,13 @@ def decode_file_return_(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_FileReturn)
+    m = _FileReturn()
     m.reply_code = reply_code
     m.reply_text = reply_text
     m.exchange = exchange
     m.routing_key = routing_key
     m.__class__ = File.Return
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_file_deliver(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1625,7 +1349,7 @@ def decode_file_deliver(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_FileDeliver)
+    m = _FileDeliver()
     m.consumer_tag = consumer_tag
     m.delivery_tag = delivery_tag
     m.redelivered = redelivered
@@ -1633,7 +1357,7 @@ def decode_file_deliver(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.routing_key = routing_key
     m.identifier = identifier
     m.__class__ = File.Deliver
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_file_ack(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1645,11 +1369,11 @@ def decode_file_ack(buf: bytes, o: int, end: int, depth: int) -> Method:
     multiple = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(_FileAck)
+    m = _FileAck()
     m.delivery_tag = delivery_tag
     m.multiple = multiple
     m.__class__ = File.Ack
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_file_reject(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1661,11 +1385,11 @@ def decode_file_reject(buf: bytes, o: int, end: int, depth: int) -> Method:
     requeue = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(_FileReject)
+    m = _FileReject()
     m.delivery_tag = delivery_tag
     m.requeue = requeue
     m.__class__ = File.Reject
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_stream_qos(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1677,20 +1401,20 @@ def decode_stream_qos(buf: bytes, o: int, end: int, depth: int) -> Method:
     global_ = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(_StreamQos)
+    m = _StreamQos()
     m.prefetch_size = prefetch_size
     m.prefetch_count = prefetch_count
     m.consume_rate = consume_rate
     m.global_ = global_
     m.__class__ = Stream.Qos
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_stream_qos_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of stream.qos-ok."""
     if o != end:
         raise _overrun(o, end)
-    return _new(Stream.QosOk)  # type: ignore[no-any-return]
+    return _new(Stream.QosOk)
 
 
 def decode_stream_consume(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1719,7 +1443,7 @@ def decode_stream_consume(buf: bytes, o: int, end: int, depth: int) -> Method:
     filter, o = decode_table(buf, o, end, depth)
     if o != end:
         raise _overrun(o, end)
-    m = _new(_StreamConsume)
+    m = _StreamConsume()
     m.ticket = ticket
     m.queue = queue
     m.consumer_tag = consumer_tag
@@ -1728,7 +1452,7 @@ def decode_stream_consume(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.nowait = nowait
     m.filter = filter
     m.__class__ = Stream.Consume
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_stream_consume_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1741,10 +1465,10 @@ def decode_stream_consume_ok(buf: bytes, o: int, end: int, depth: int) -> Method
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_StreamConsumeOk)
+    m = _StreamConsumeOk()
     m.consumer_tag = consumer_tag
     m.__class__ = Stream.ConsumeOk
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_stream_cancel(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1757,10 +1481,10 @@ def decode_stream_cancel(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_StreamCancel)
+    m = _StreamCancel()
     m.consumer_tag = consumer_tag
     m.__class__ = Stream.Cancel
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_stream_publish(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1787,14 +1511,14 @@ def decode_stream_publish(buf: bytes, o: int, end: int, depth: int) -> Method:
     immediate = (bits0 & 2) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(_StreamPublish)
+    m = _StreamPublish()
     m.ticket = ticket
     m.exchange = exchange
     m.routing_key = routing_key
     m.mandatory = mandatory
     m.immediate = immediate
     m.__class__ = Stream.Publish
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_stream_return_(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1821,13 +1545,13 @@ def decode_stream_return_(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_StreamReturn)
+    m = _StreamReturn()
     m.reply_code = reply_code
     m.reply_text = reply_text
     m.exchange = exchange
     m.routing_key = routing_key
     m.__class__ = Stream.Return
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_stream_deliver(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1854,41 +1578,41 @@ def decode_stream_deliver(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_StreamDeliver)
+    m = _StreamDeliver()
     m.consumer_tag = consumer_tag
     m.delivery_tag = delivery_tag
     m.exchange = exchange
     m.queue = queue
     m.__class__ = Stream.Deliver
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_tx_select(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of tx.select."""
     if o != end:
         raise _overrun(o, end)
-    return _new(Tx.Select)  # type: ignore[no-any-return]
+    return _new(Tx.Select)
 
 
 def decode_tx_commit(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of tx.commit."""
     if o != end:
         raise _overrun(o, end)
-    return _new(Tx.Commit)  # type: ignore[no-any-return]
+    return _new(Tx.Commit)
 
 
 def decode_tx_rollback(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of tx.rollback."""
     if o != end:
         raise _overrun(o, end)
-    return _new(Tx.Rollback)  # type: ignore[no-any-return]
+    return _new(Tx.Rollback)
 
 
 def decode_dtx_demarcation_select(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of dtx-demarcation.select."""
     if o != end:
         raise _overrun(o, end)
-    return _new(DtxDemarcation.Select)  # type: ignore[no-any-return]
+    return _new(DtxDemarcation.Select)
 
 
 def decode_dtx_demarcation_start(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1909,13 +1633,13 @@ def decode_dtx_demarcation_start(buf: bytes, o: int, end: int, depth: int) -> Me
     resume = (bits0 & 2) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(_DtxDemarcationStart)
+    m = _DtxDemarcationStart()
     m.ticket = ticket
     m.xid = xid
     m.join = join
     m.resume = resume
     m.__class__ = DtxDemarcation.Start
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_dtx_demarcation_end(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1936,13 +1660,13 @@ def decode_dtx_demarcation_end(buf: bytes, o: int, end: int, depth: int) -> Meth
     suspend = (bits0 & 2) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(_DtxDemarcationEnd)
+    m = _DtxDemarcationEnd()
     m.ticket = ticket
     m.xid = xid
     m.fail = fail
     m.suspend = suspend
     m.__class__ = DtxDemarcation.End
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_dtx_coordination_commit(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1962,12 +1686,12 @@ def decode_dtx_coordination_commit(buf: bytes, o: int, end: int, depth: int) -> 
     one_phase = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(_DtxCoordinationCommit)
+    m = _DtxCoordinationCommit()
     m.ticket = ticket
     m.xid = xid
     m.one_phase = one_phase
     m.__class__ = DtxCoordination.Commit
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_dtx_coordination_forget(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1982,11 +1706,11 @@ def decode_dtx_coordination_forget(buf: bytes, o: int, end: int, depth: int) -> 
     o += n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_DtxCoordinationForget)
+    m = _DtxCoordinationForget()
     m.ticket = ticket
     m.xid = xid
     m.__class__ = DtxCoordination.Forget
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_dtx_coordination_get_timeout(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1999,10 +1723,10 @@ def decode_dtx_coordination_get_timeout(buf: bytes, o: int, end: int, depth: int
     o += n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_DtxCoordinationGetTimeout)
+    m = _DtxCoordinationGetTimeout()
     m.xid = xid
     m.__class__ = DtxCoordination.GetTimeout
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_dtx_coordination_prepare(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -2017,11 +1741,11 @@ def decode_dtx_coordination_prepare(buf: bytes, o: int, end: int, depth: int) ->
     o += n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_DtxCoordinationPrepare)
+    m = _DtxCoordinationPrepare()
     m.ticket = ticket
     m.xid = xid
     m.__class__ = DtxCoordination.Prepare
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_dtx_coordination_recover(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -2034,12 +1758,12 @@ def decode_dtx_coordination_recover(buf: bytes, o: int, end: int, depth: int) ->
     endscan = (bits0 & 2) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(_DtxCoordinationRecover)
+    m = _DtxCoordinationRecover()
     m.ticket = ticket
     m.startscan = startscan
     m.endscan = endscan
     m.__class__ = DtxCoordination.Recover
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_dtx_coordination_rollback(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -2054,11 +1778,11 @@ def decode_dtx_coordination_rollback(buf: bytes, o: int, end: int, depth: int) -
     o += n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_DtxCoordinationRollback)
+    m = _DtxCoordinationRollback()
     m.ticket = ticket
     m.xid = xid
     m.__class__ = DtxCoordination.Rollback
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_dtx_coordination_set_timeout(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -2075,12 +1799,12 @@ def decode_dtx_coordination_set_timeout(buf: bytes, o: int, end: int, depth: int
     o += 4
     if o != end:
         raise _overrun(o, end)
-    m = _new(_DtxCoordinationSetTimeout)
+    m = _DtxCoordinationSetTimeout()
     m.ticket = ticket
     m.xid = xid
     m.timeout = timeout
     m.__class__ = DtxCoordination.SetTimeout
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_tunnel_request(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -2088,10 +1812,10 @@ def decode_tunnel_request(buf: bytes, o: int, end: int, depth: int) -> Method:
     meta_data, o = decode_table(buf, o, end, depth)
     if o != end:
         raise _overrun(o, end)
-    m = _new(_TunnelRequest)
+    m = _TunnelRequest()
     m.meta_data = meta_data
     m.__class__ = Tunnel.Request
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_message_transfer(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -2108,13 +1832,13 @@ def decode_message_transfer(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 2
     if o != end:
         raise _overrun(o, end)
-    m = _new(_MessageTransfer)
+    m = _MessageTransfer()
     m.ticket = ticket
     m.destination = destination
     m.confirm_mode = confirm_mode
     m.acquire_mode = acquire_mode
     m.__class__ = Message.Transfer
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_message_reject(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -2130,12 +1854,12 @@ def decode_message_reject(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_MessageReject)
+    m = _MessageReject()
     m.transfers = transfers
     m.code = code
     m.text = text
     m.__class__ = Message.Reject
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_message_acquire(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -2145,11 +1869,11 @@ def decode_message_acquire(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1
     if o != end:
         raise _overrun(o, end)
-    m = _new(_MessageAcquire)
+    m = _MessageAcquire()
     m.transfers = transfers
     m.mode = mode
     m.__class__ = Message.Acquire
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_message_acquired(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -2157,10 +1881,10 @@ def decode_message_acquired(buf: bytes, o: int, end: int, depth: int) -> Method:
     transfers, o = decode_rfc1982_long_set(buf, o, end, depth)
     if o != end:
         raise _overrun(o, end)
-    m = _new(_MessageAcquired)
+    m = _MessageAcquired()
     m.transfers = transfers
     m.__class__ = Message.Acquired
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_message_release(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -2168,10 +1892,10 @@ def decode_message_release(buf: bytes, o: int, end: int, depth: int) -> Method:
     transfers, o = decode_rfc1982_long_set(buf, o, end, depth)
     if o != end:
         raise _overrun(o, end)
-    m = _new(_MessageRelease)
+    m = _MessageRelease()
     m.transfers = transfers
     m.__class__ = Message.Release
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_message_subscribe(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -2201,7 +1925,7 @@ def decode_message_subscribe(buf: bytes, o: int, end: int, depth: int) -> Method
     filter, o = decode_table(buf, o, end, depth)
     if o != end:
         raise _overrun(o, end)
-    m = _new(_MessageSubscribe)
+    m = _MessageSubscribe()
     m.ticket = ticket
     m.queue = queue
     m.destination = destination
@@ -2211,7 +1935,7 @@ def decode_message_subscribe(buf: bytes, o: int, end: int, depth: int) -> Method
     m.exclusive = exclusive
     m.filter = filter
     m.__class__ = Message.Subscribe
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_message_cancel(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -2224,10 +1948,10 @@ def decode_message_cancel(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_MessageCancel)
+    m = _MessageCancel()
     m.destination = destination
     m.__class__ = Message.Cancel
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_message_get(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -2253,13 +1977,13 @@ def decode_message_get(buf: bytes, o: int, end: int, depth: int) -> Method:
     no_ack = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(_MessageGet)
+    m = _MessageGet()
     m.ticket = ticket
     m.queue = queue
     m.destination = destination
     m.no_ack = no_ack
     m.__class__ = Message.Get
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_message_recover(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -2271,10 +1995,10 @@ def decode_message_recover(buf: bytes, o: int, end: int, depth: int) -> Method:
     requeue = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(_MessageRecover)
+    m = _MessageRecover()
     m.requeue = requeue
     m.__class__ = Message.Recover
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_message_open(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -2287,10 +2011,10 @@ def decode_message_open(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_MessageOpen)
+    m = _MessageOpen()
     m.reference = reference
     m.__class__ = Message.Open
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_message_close(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -2303,10 +2027,10 @@ def decode_message_close(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_MessageClose)
+    m = _MessageClose()
     m.reference = reference
     m.__class__ = Message.Close
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_message_append(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -2325,11 +2049,11 @@ def decode_message_append(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_MessageAppend)
+    m = _MessageAppend()
     m.reference = reference
     m.bytes = bytes
     m.__class__ = Message.Append
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_message_checkpoint(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -2348,11 +2072,11 @@ def decode_message_checkpoint(buf: bytes, o: int, end: int, depth: int) -> Metho
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_MessageCheckpoint)
+    m = _MessageCheckpoint()
     m.reference = reference
     m.identifier = identifier
     m.__class__ = Message.Checkpoint
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_message_resume(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -2371,11 +2095,11 @@ def decode_message_resume(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_MessageResume)
+    m = _MessageResume()
     m.reference = reference
     m.identifier = identifier
     m.__class__ = Message.Resume
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_message_qos(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -2387,12 +2111,12 @@ def decode_message_qos(buf: bytes, o: int, end: int, depth: int) -> Method:
     global_ = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(_MessageQos)
+    m = _MessageQos()
     m.prefetch_size = prefetch_size
     m.prefetch_count = prefetch_count
     m.global_ = global_
     m.__class__ = Message.Qos
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_message_flow_mode(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -2407,11 +2131,11 @@ def decode_message_flow_mode(buf: bytes, o: int, end: int, depth: int) -> Method
     o += 1
     if o != end:
         raise _overrun(o, end)
-    m = _new(_MessageFlowMode)
+    m = _MessageFlowMode()
     m.destination = destination
     m.mode = mode
     m.__class__ = Message.FlowMode
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_message_flow(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -2426,12 +2150,12 @@ def decode_message_flow(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 5
     if o != end:
         raise _overrun(o, end)
-    m = _new(_MessageFlow)
+    m = _MessageFlow()
     m.destination = destination
     m.unit = unit
     m.value = value
     m.__class__ = Message.Flow
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_message_flush(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -2444,10 +2168,10 @@ def decode_message_flush(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_MessageFlush)
+    m = _MessageFlush()
     m.destination = destination
     m.__class__ = Message.Flush
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_message_stop(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -2460,17 +2184,17 @@ def decode_message_stop(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_MessageStop)
+    m = _MessageStop()
     m.destination = destination
     m.__class__ = Message.Stop
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_message_empty(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of message.empty."""
     if o != end:
         raise _overrun(o, end)
-    return _new(Message.Empty)  # type: ignore[no-any-return]
+    return _new(Message.Empty)
 
 
 def decode_message_offset(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -2479,10 +2203,10 @@ def decode_message_offset(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 8
     if o != end:
         raise _overrun(o, end)
-    m = _new(_MessageOffset)
+    m = _MessageOffset()
     m.value = value
     m.__class__ = Message.Offset
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_binding_query(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -2510,21 +2234,21 @@ def decode_binding_query(buf: bytes, o: int, end: int, depth: int) -> Method:
     arguments, o = decode_table(buf, o, end, depth)
     if o != end:
         raise _overrun(o, end)
-    m = _new(_BindingQuery)
+    m = _BindingQuery()
     m.ticket = ticket
     m.exchange = exchange
     m.queue = queue
     m.routing_key = routing_key
     m.arguments = arguments
     m.__class__ = Binding.Query
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_execution_flush(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of execution.flush."""
     if o != end:
         raise _overrun(o, end)
-    return _new(Execution.Flush)  # type: ignore[no-any-return]
+    return _new(Execution.Flush)
 
 
 def decode_execution_complete(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -2534,18 +2258,18 @@ def decode_execution_complete(buf: bytes, o: int, end: int, depth: int) -> Metho
     ranged_execution_set, o = decode_rfc1982_long_set(buf, o, end, depth)
     if o != end:
         raise _overrun(o, end)
-    m = _new(_ExecutionComplete)
+    m = _ExecutionComplete()
     m.cumulative_execution_mark = cumulative_execution_mark
     m.ranged_execution_set = ranged_execution_set
     m.__class__ = Execution.Complete
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_execution_noop(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of execution.noop."""
     if o != end:
         raise _overrun(o, end)
-    return _new(Execution.Noop)  # type: ignore[no-any-return]
+    return _new(Execution.Noop)
 
 
 def decode_execution_result(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -2555,18 +2279,18 @@ def decode_execution_result(buf: bytes, o: int, end: int, depth: int) -> Method:
     data, o = decode_long_struct(buf, o, end, depth)
     if o != end:
         raise _overrun(o, end)
-    m = _new(_ExecutionResult)
+    m = _ExecutionResult()
     m.command_id = command_id
     m.data = data
     m.__class__ = Execution.Result
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_execution_sync(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of execution.sync."""
     if o != end:
         raise _overrun(o, end)
-    return _new(Execution.Sync)  # type: ignore[no-any-return]
+    return _new(Execution.Sync)
 
 
 #: Argument decoders by method index (``class_id << 16 | method_id``).

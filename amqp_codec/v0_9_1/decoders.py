@@ -15,7 +15,7 @@ from collections.abc import Callable
 from struct import Struct
 from typing import Any
 
-from amqp_codec.base import Method, Properties
+from amqp_codec.base import Method, Properties, writable_twin
 from amqp_codec.errors import FrameSyntaxError
 from amqp_codec.table import Timestamp, decode_table
 from .methods import Connection, Channel, Access, Exchange, Queue, Basic, Confirm, Tx
@@ -47,194 +47,53 @@ _UNPACK_Q = Struct(">Q").unpack_from
 # A decoder fills a writable twin of the method class (same base, same slots) with plain
 # attribute stores, then gives the object its frozen class: a __class__ assignment between
 # layout-identical classes. That costs half as much as the frozen class's slot setters.
-
-
-class _ConnectionStart(Method):
-    __slots__ = Connection.Start.__slots__
-
-
-class _ConnectionStartOk(Method):
-    __slots__ = Connection.StartOk.__slots__
-
-
-class _ConnectionSecure(Method):
-    __slots__ = Connection.Secure.__slots__
-
-
-class _ConnectionSecureOk(Method):
-    __slots__ = Connection.SecureOk.__slots__
-
-
-class _ConnectionTune(Method):
-    __slots__ = Connection.Tune.__slots__
-
-
-class _ConnectionTuneOk(Method):
-    __slots__ = Connection.TuneOk.__slots__
-
-
-class _ConnectionOpen(Method):
-    __slots__ = Connection.Open.__slots__
-
-
-class _ConnectionOpenOk(Method):
-    __slots__ = Connection.OpenOk.__slots__
-
-
-class _ConnectionClose(Method):
-    __slots__ = Connection.Close.__slots__
-
-
-class _ConnectionBlocked(Method):
-    __slots__ = Connection.Blocked.__slots__
-
-
-class _ConnectionUpdateSecret(Method):
-    __slots__ = Connection.UpdateSecret.__slots__
-
-
-class _ChannelOpen(Method):
-    __slots__ = Channel.Open.__slots__
-
-
-class _ChannelOpenOk(Method):
-    __slots__ = Channel.OpenOk.__slots__
-
-
-class _ChannelFlow(Method):
-    __slots__ = Channel.Flow.__slots__
-
-
-class _ChannelFlowOk(Method):
-    __slots__ = Channel.FlowOk.__slots__
-
-
-class _ChannelClose(Method):
-    __slots__ = Channel.Close.__slots__
-
-
-class _AccessRequest(Method):
-    __slots__ = Access.Request.__slots__
-
-
-class _AccessRequestOk(Method):
-    __slots__ = Access.RequestOk.__slots__
-
-
-class _ExchangeDeclare(Method):
-    __slots__ = Exchange.Declare.__slots__
-
-
-class _ExchangeDelete(Method):
-    __slots__ = Exchange.Delete.__slots__
-
-
-class _ExchangeBind(Method):
-    __slots__ = Exchange.Bind.__slots__
-
-
-class _ExchangeUnbind(Method):
-    __slots__ = Exchange.Unbind.__slots__
-
-
-class _QueueDeclare(Method):
-    __slots__ = Queue.Declare.__slots__
-
-
-class _QueueDeclareOk(Method):
-    __slots__ = Queue.DeclareOk.__slots__
-
-
-class _QueueBind(Method):
-    __slots__ = Queue.Bind.__slots__
-
-
-class _QueueUnbind(Method):
-    __slots__ = Queue.Unbind.__slots__
-
-
-class _QueuePurge(Method):
-    __slots__ = Queue.Purge.__slots__
-
-
-class _QueuePurgeOk(Method):
-    __slots__ = Queue.PurgeOk.__slots__
-
-
-class _QueueDelete(Method):
-    __slots__ = Queue.Delete.__slots__
-
-
-class _QueueDeleteOk(Method):
-    __slots__ = Queue.DeleteOk.__slots__
-
-
-class _BasicQos(Method):
-    __slots__ = Basic.Qos.__slots__
-
-
-class _BasicConsume(Method):
-    __slots__ = Basic.Consume.__slots__
-
-
-class _BasicConsumeOk(Method):
-    __slots__ = Basic.ConsumeOk.__slots__
-
-
-class _BasicCancel(Method):
-    __slots__ = Basic.Cancel.__slots__
-
-
-class _BasicCancelOk(Method):
-    __slots__ = Basic.CancelOk.__slots__
-
-
-class _BasicPublish(Method):
-    __slots__ = Basic.Publish.__slots__
-
-
-class _BasicReturn(Method):
-    __slots__ = Basic.Return.__slots__
-
-
-class _BasicDeliver(Method):
-    __slots__ = Basic.Deliver.__slots__
-
-
-class _BasicGet(Method):
-    __slots__ = Basic.Get.__slots__
-
-
-class _BasicGetOk(Method):
-    __slots__ = Basic.GetOk.__slots__
-
-
-class _BasicGetEmpty(Method):
-    __slots__ = Basic.GetEmpty.__slots__
-
-
-class _BasicAck(Method):
-    __slots__ = Basic.Ack.__slots__
-
-
-class _BasicReject(Method):
-    __slots__ = Basic.Reject.__slots__
-
-
-class _BasicRecoverAsync(Method):
-    __slots__ = Basic.RecoverAsync.__slots__
-
-
-class _BasicRecover(Method):
-    __slots__ = Basic.Recover.__slots__
-
-
-class _BasicNack(Method):
-    __slots__ = Basic.Nack.__slots__
-
-
-class _ConfirmSelect(Method):
-    __slots__ = Confirm.Select.__slots__
+_ConnectionStart: Any = writable_twin(Connection.Start)
+_ConnectionStartOk: Any = writable_twin(Connection.StartOk)
+_ConnectionSecure: Any = writable_twin(Connection.Secure)
+_ConnectionSecureOk: Any = writable_twin(Connection.SecureOk)
+_ConnectionTune: Any = writable_twin(Connection.Tune)
+_ConnectionTuneOk: Any = writable_twin(Connection.TuneOk)
+_ConnectionOpen: Any = writable_twin(Connection.Open)
+_ConnectionOpenOk: Any = writable_twin(Connection.OpenOk)
+_ConnectionClose: Any = writable_twin(Connection.Close)
+_ConnectionBlocked: Any = writable_twin(Connection.Blocked)
+_ConnectionUpdateSecret: Any = writable_twin(Connection.UpdateSecret)
+_ChannelOpen: Any = writable_twin(Channel.Open)
+_ChannelOpenOk: Any = writable_twin(Channel.OpenOk)
+_ChannelFlow: Any = writable_twin(Channel.Flow)
+_ChannelFlowOk: Any = writable_twin(Channel.FlowOk)
+_ChannelClose: Any = writable_twin(Channel.Close)
+_AccessRequest: Any = writable_twin(Access.Request)
+_AccessRequestOk: Any = writable_twin(Access.RequestOk)
+_ExchangeDeclare: Any = writable_twin(Exchange.Declare)
+_ExchangeDelete: Any = writable_twin(Exchange.Delete)
+_ExchangeBind: Any = writable_twin(Exchange.Bind)
+_ExchangeUnbind: Any = writable_twin(Exchange.Unbind)
+_QueueDeclare: Any = writable_twin(Queue.Declare)
+_QueueDeclareOk: Any = writable_twin(Queue.DeclareOk)
+_QueueBind: Any = writable_twin(Queue.Bind)
+_QueueUnbind: Any = writable_twin(Queue.Unbind)
+_QueuePurge: Any = writable_twin(Queue.Purge)
+_QueuePurgeOk: Any = writable_twin(Queue.PurgeOk)
+_QueueDelete: Any = writable_twin(Queue.Delete)
+_QueueDeleteOk: Any = writable_twin(Queue.DeleteOk)
+_BasicQos: Any = writable_twin(Basic.Qos)
+_BasicConsume: Any = writable_twin(Basic.Consume)
+_BasicConsumeOk: Any = writable_twin(Basic.ConsumeOk)
+_BasicCancel: Any = writable_twin(Basic.Cancel)
+_BasicCancelOk: Any = writable_twin(Basic.CancelOk)
+_BasicPublish: Any = writable_twin(Basic.Publish)
+_BasicReturn: Any = writable_twin(Basic.Return)
+_BasicDeliver: Any = writable_twin(Basic.Deliver)
+_BasicGet: Any = writable_twin(Basic.Get)
+_BasicGetOk: Any = writable_twin(Basic.GetOk)
+_BasicGetEmpty: Any = writable_twin(Basic.GetEmpty)
+_BasicAck: Any = writable_twin(Basic.Ack)
+_BasicReject: Any = writable_twin(Basic.Reject)
+_BasicRecoverAsync: Any = writable_twin(Basic.RecoverAsync)
+_BasicRecover: Any = writable_twin(Basic.Recover)
+_BasicNack: Any = writable_twin(Basic.Nack)
+_ConfirmSelect: Any = writable_twin(Confirm.Select)
 
 
 def _overrun(o: int, end: int) -> FrameSyntaxError:
@@ -260,14 +119,14 @@ def decode_connection_start(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_ConnectionStart)
+    m = _ConnectionStart()
     m.version_major = version_major
     m.version_minor = version_minor
     m.server_properties = server_properties
     m.mechanisms = mechanisms
     m.locales = locales
     m.__class__ = Connection.Start
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_connection_start_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -293,13 +152,13 @@ def decode_connection_start_ok(buf: bytes, o: int, end: int, depth: int) -> Meth
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_ConnectionStartOk)
+    m = _ConnectionStartOk()
     m.client_properties = client_properties
     m.mechanism = mechanism
     m.response = response
     m.locale = locale
     m.__class__ = Connection.StartOk
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_connection_secure(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -312,10 +171,10 @@ def decode_connection_secure(buf: bytes, o: int, end: int, depth: int) -> Method
     o += n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_ConnectionSecure)
+    m = _ConnectionSecure()
     m.challenge = challenge
     m.__class__ = Connection.Secure
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_connection_secure_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -328,10 +187,10 @@ def decode_connection_secure_ok(buf: bytes, o: int, end: int, depth: int) -> Met
     o += n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_ConnectionSecureOk)
+    m = _ConnectionSecureOk()
     m.response = response
     m.__class__ = Connection.SecureOk
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_connection_tune(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -340,12 +199,12 @@ def decode_connection_tune(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 8
     if o != end:
         raise _overrun(o, end)
-    m = _new(_ConnectionTune)
+    m = _ConnectionTune()
     m.channel_max = channel_max
     m.frame_max = frame_max
     m.heartbeat = heartbeat
     m.__class__ = Connection.Tune
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_connection_tune_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -354,12 +213,12 @@ def decode_connection_tune_ok(buf: bytes, o: int, end: int, depth: int) -> Metho
     o += 8
     if o != end:
         raise _overrun(o, end)
-    m = _new(_ConnectionTuneOk)
+    m = _ConnectionTuneOk()
     m.channel_max = channel_max
     m.frame_max = frame_max
     m.heartbeat = heartbeat
     m.__class__ = Connection.TuneOk
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_connection_open(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -383,12 +242,12 @@ def decode_connection_open(buf: bytes, o: int, end: int, depth: int) -> Method:
     reserved_2 = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(_ConnectionOpen)
+    m = _ConnectionOpen()
     m.virtual_host = virtual_host
     m.reserved_1 = reserved_1
     m.reserved_2 = reserved_2
     m.__class__ = Connection.Open
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_connection_open_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -401,10 +260,10 @@ def decode_connection_open_ok(buf: bytes, o: int, end: int, depth: int) -> Metho
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_ConnectionOpenOk)
+    m = _ConnectionOpenOk()
     m.reserved_1 = reserved_1
     m.__class__ = Connection.OpenOk
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_connection_close(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -421,20 +280,20 @@ def decode_connection_close(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 4
     if o != end:
         raise _overrun(o, end)
-    m = _new(_ConnectionClose)
+    m = _ConnectionClose()
     m.reply_code = reply_code
     m.reply_text = reply_text
     m.class_id = class_id
     m.method_id = method_id
     m.__class__ = Connection.Close
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_connection_close_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of connection.close-ok."""
     if o != end:
         raise _overrun(o, end)
-    return _new(Connection.CloseOk)  # type: ignore[no-any-return]
+    return _new(Connection.CloseOk)
 
 
 def decode_connection_blocked(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -447,17 +306,17 @@ def decode_connection_blocked(buf: bytes, o: int, end: int, depth: int) -> Metho
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_ConnectionBlocked)
+    m = _ConnectionBlocked()
     m.reason = reason
     m.__class__ = Connection.Blocked
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_connection_unblocked(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of connection.unblocked."""
     if o != end:
         raise _overrun(o, end)
-    return _new(Connection.Unblocked)  # type: ignore[no-any-return]
+    return _new(Connection.Unblocked)
 
 
 def decode_connection_update_secret(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -476,18 +335,18 @@ def decode_connection_update_secret(buf: bytes, o: int, end: int, depth: int) ->
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_ConnectionUpdateSecret)
+    m = _ConnectionUpdateSecret()
     m.new_secret = new_secret
     m.reason = reason
     m.__class__ = Connection.UpdateSecret
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_connection_update_secret_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of connection.update-secret-ok."""
     if o != end:
         raise _overrun(o, end)
-    return _new(Connection.UpdateSecretOk)  # type: ignore[no-any-return]
+    return _new(Connection.UpdateSecretOk)
 
 
 def decode_channel_open(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -500,10 +359,10 @@ def decode_channel_open(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_ChannelOpen)
+    m = _ChannelOpen()
     m.reserved_1 = reserved_1
     m.__class__ = Channel.Open
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_channel_open_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -516,10 +375,10 @@ def decode_channel_open_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_ChannelOpenOk)
+    m = _ChannelOpenOk()
     m.reserved_1 = reserved_1
     m.__class__ = Channel.OpenOk
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_channel_flow(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -531,10 +390,10 @@ def decode_channel_flow(buf: bytes, o: int, end: int, depth: int) -> Method:
     active = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(_ChannelFlow)
+    m = _ChannelFlow()
     m.active = active
     m.__class__ = Channel.Flow
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_channel_flow_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -546,10 +405,10 @@ def decode_channel_flow_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     active = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(_ChannelFlowOk)
+    m = _ChannelFlowOk()
     m.active = active
     m.__class__ = Channel.FlowOk
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_channel_close(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -566,20 +425,20 @@ def decode_channel_close(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 4
     if o != end:
         raise _overrun(o, end)
-    m = _new(_ChannelClose)
+    m = _ChannelClose()
     m.reply_code = reply_code
     m.reply_text = reply_text
     m.class_id = class_id
     m.method_id = method_id
     m.__class__ = Channel.Close
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_channel_close_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of channel.close-ok."""
     if o != end:
         raise _overrun(o, end)
-    return _new(Channel.CloseOk)  # type: ignore[no-any-return]
+    return _new(Channel.CloseOk)
 
 
 def decode_access_request(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -601,7 +460,7 @@ def decode_access_request(buf: bytes, o: int, end: int, depth: int) -> Method:
     read = (bits0 & 16) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(_AccessRequest)
+    m = _AccessRequest()
     m.realm = realm
     m.exclusive = exclusive
     m.passive = passive
@@ -609,7 +468,7 @@ def decode_access_request(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.write = write
     m.read = read
     m.__class__ = Access.Request
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_access_request_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -618,10 +477,10 @@ def decode_access_request_ok(buf: bytes, o: int, end: int, depth: int) -> Method
     o += 2
     if o != end:
         raise _overrun(o, end)
-    m = _new(_AccessRequestOk)
+    m = _AccessRequestOk()
     m.ticket = ticket
     m.__class__ = Access.RequestOk
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_exchange_declare(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -652,7 +511,7 @@ def decode_exchange_declare(buf: bytes, o: int, end: int, depth: int) -> Method:
     arguments, o = decode_table(buf, o, end, depth)
     if o != end:
         raise _overrun(o, end)
-    m = _new(_ExchangeDeclare)
+    m = _ExchangeDeclare()
     m.reserved_1 = reserved_1
     m.exchange = exchange
     m.type = type
@@ -663,14 +522,14 @@ def decode_exchange_declare(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.no_wait = no_wait
     m.arguments = arguments
     m.__class__ = Exchange.Declare
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_exchange_declare_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of exchange.declare-ok."""
     if o != end:
         raise _overrun(o, end)
-    return _new(Exchange.DeclareOk)  # type: ignore[no-any-return]
+    return _new(Exchange.DeclareOk)
 
 
 def decode_exchange_delete(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -691,20 +550,20 @@ def decode_exchange_delete(buf: bytes, o: int, end: int, depth: int) -> Method:
     no_wait = (bits0 & 2) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(_ExchangeDelete)
+    m = _ExchangeDelete()
     m.reserved_1 = reserved_1
     m.exchange = exchange
     m.if_unused = if_unused
     m.no_wait = no_wait
     m.__class__ = Exchange.Delete
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_exchange_delete_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of exchange.delete-ok."""
     if o != end:
         raise _overrun(o, end)
-    return _new(Exchange.DeleteOk)  # type: ignore[no-any-return]
+    return _new(Exchange.DeleteOk)
 
 
 def decode_exchange_bind(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -737,7 +596,7 @@ def decode_exchange_bind(buf: bytes, o: int, end: int, depth: int) -> Method:
     arguments, o = decode_table(buf, o, end, depth)
     if o != end:
         raise _overrun(o, end)
-    m = _new(_ExchangeBind)
+    m = _ExchangeBind()
     m.reserved_1 = reserved_1
     m.destination = destination
     m.source = source
@@ -745,14 +604,14 @@ def decode_exchange_bind(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.no_wait = no_wait
     m.arguments = arguments
     m.__class__ = Exchange.Bind
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_exchange_bind_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of exchange.bind-ok."""
     if o != end:
         raise _overrun(o, end)
-    return _new(Exchange.BindOk)  # type: ignore[no-any-return]
+    return _new(Exchange.BindOk)
 
 
 def decode_exchange_unbind(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -785,7 +644,7 @@ def decode_exchange_unbind(buf: bytes, o: int, end: int, depth: int) -> Method:
     arguments, o = decode_table(buf, o, end, depth)
     if o != end:
         raise _overrun(o, end)
-    m = _new(_ExchangeUnbind)
+    m = _ExchangeUnbind()
     m.reserved_1 = reserved_1
     m.destination = destination
     m.source = source
@@ -793,14 +652,14 @@ def decode_exchange_unbind(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.no_wait = no_wait
     m.arguments = arguments
     m.__class__ = Exchange.Unbind
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_exchange_unbind_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of exchange.unbind-ok."""
     if o != end:
         raise _overrun(o, end)
-    return _new(Exchange.UnbindOk)  # type: ignore[no-any-return]
+    return _new(Exchange.UnbindOk)
 
 
 def decode_queue_declare(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -825,7 +684,7 @@ def decode_queue_declare(buf: bytes, o: int, end: int, depth: int) -> Method:
     arguments, o = decode_table(buf, o, end, depth)
     if o != end:
         raise _overrun(o, end)
-    m = _new(_QueueDeclare)
+    m = _QueueDeclare()
     m.reserved_1 = reserved_1
     m.queue = queue
     m.passive = passive
@@ -835,7 +694,7 @@ def decode_queue_declare(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.no_wait = no_wait
     m.arguments = arguments
     m.__class__ = Queue.Declare
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_queue_declare_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -850,12 +709,12 @@ def decode_queue_declare_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 8
     if o != end:
         raise _overrun(o, end)
-    m = _new(_QueueDeclareOk)
+    m = _QueueDeclareOk()
     m.queue = queue
     m.message_count = message_count
     m.consumer_count = consumer_count
     m.__class__ = Queue.DeclareOk
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_queue_bind(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -888,7 +747,7 @@ def decode_queue_bind(buf: bytes, o: int, end: int, depth: int) -> Method:
     arguments, o = decode_table(buf, o, end, depth)
     if o != end:
         raise _overrun(o, end)
-    m = _new(_QueueBind)
+    m = _QueueBind()
     m.reserved_1 = reserved_1
     m.queue = queue
     m.exchange = exchange
@@ -896,14 +755,14 @@ def decode_queue_bind(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.no_wait = no_wait
     m.arguments = arguments
     m.__class__ = Queue.Bind
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_queue_bind_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of queue.bind-ok."""
     if o != end:
         raise _overrun(o, end)
-    return _new(Queue.BindOk)  # type: ignore[no-any-return]
+    return _new(Queue.BindOk)
 
 
 def decode_queue_unbind(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -931,21 +790,21 @@ def decode_queue_unbind(buf: bytes, o: int, end: int, depth: int) -> Method:
     arguments, o = decode_table(buf, o, end, depth)
     if o != end:
         raise _overrun(o, end)
-    m = _new(_QueueUnbind)
+    m = _QueueUnbind()
     m.reserved_1 = reserved_1
     m.queue = queue
     m.exchange = exchange
     m.routing_key = routing_key
     m.arguments = arguments
     m.__class__ = Queue.Unbind
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_queue_unbind_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of queue.unbind-ok."""
     if o != end:
         raise _overrun(o, end)
-    return _new(Queue.UnbindOk)  # type: ignore[no-any-return]
+    return _new(Queue.UnbindOk)
 
 
 def decode_queue_purge(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -965,12 +824,12 @@ def decode_queue_purge(buf: bytes, o: int, end: int, depth: int) -> Method:
     no_wait = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(_QueuePurge)
+    m = _QueuePurge()
     m.reserved_1 = reserved_1
     m.queue = queue
     m.no_wait = no_wait
     m.__class__ = Queue.Purge
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_queue_purge_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -979,10 +838,10 @@ def decode_queue_purge_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 4
     if o != end:
         raise _overrun(o, end)
-    m = _new(_QueuePurgeOk)
+    m = _QueuePurgeOk()
     m.message_count = message_count
     m.__class__ = Queue.PurgeOk
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_queue_delete(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1004,14 +863,14 @@ def decode_queue_delete(buf: bytes, o: int, end: int, depth: int) -> Method:
     no_wait = (bits0 & 4) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(_QueueDelete)
+    m = _QueueDelete()
     m.reserved_1 = reserved_1
     m.queue = queue
     m.if_unused = if_unused
     m.if_empty = if_empty
     m.no_wait = no_wait
     m.__class__ = Queue.Delete
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_queue_delete_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1020,10 +879,10 @@ def decode_queue_delete_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 4
     if o != end:
         raise _overrun(o, end)
-    m = _new(_QueueDeleteOk)
+    m = _QueueDeleteOk()
     m.message_count = message_count
     m.__class__ = Queue.DeleteOk
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_basic_qos(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1035,19 +894,19 @@ def decode_basic_qos(buf: bytes, o: int, end: int, depth: int) -> Method:
     global_ = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(_BasicQos)
+    m = _BasicQos()
     m.prefetch_size = prefetch_size
     m.prefetch_count = prefetch_count
     m.global_ = global_
     m.__class__ = Basic.Qos
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_basic_qos_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.qos-ok."""
     if o != end:
         raise _overrun(o, end)
-    return _new(Basic.QosOk)  # type: ignore[no-any-return]
+    return _new(Basic.QosOk)
 
 
 def decode_basic_consume(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1077,7 +936,7 @@ def decode_basic_consume(buf: bytes, o: int, end: int, depth: int) -> Method:
     arguments, o = decode_table(buf, o, end, depth)
     if o != end:
         raise _overrun(o, end)
-    m = _new(_BasicConsume)
+    m = _BasicConsume()
     m.reserved_1 = reserved_1
     m.queue = queue
     m.consumer_tag = consumer_tag
@@ -1087,7 +946,7 @@ def decode_basic_consume(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.no_wait = no_wait
     m.arguments = arguments
     m.__class__ = Basic.Consume
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_basic_consume_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1100,10 +959,10 @@ def decode_basic_consume_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_BasicConsumeOk)
+    m = _BasicConsumeOk()
     m.consumer_tag = consumer_tag
     m.__class__ = Basic.ConsumeOk
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_basic_cancel(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1121,11 +980,11 @@ def decode_basic_cancel(buf: bytes, o: int, end: int, depth: int) -> Method:
     no_wait = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(_BasicCancel)
+    m = _BasicCancel()
     m.consumer_tag = consumer_tag
     m.no_wait = no_wait
     m.__class__ = Basic.Cancel
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_basic_cancel_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1138,10 +997,10 @@ def decode_basic_cancel_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_BasicCancelOk)
+    m = _BasicCancelOk()
     m.consumer_tag = consumer_tag
     m.__class__ = Basic.CancelOk
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_basic_publish(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1168,14 +1027,14 @@ def decode_basic_publish(buf: bytes, o: int, end: int, depth: int) -> Method:
     immediate = (bits0 & 2) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(_BasicPublish)
+    m = _BasicPublish()
     m.reserved_1 = reserved_1
     m.exchange = exchange
     m.routing_key = routing_key
     m.mandatory = mandatory
     m.immediate = immediate
     m.__class__ = Basic.Publish
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_basic_return_(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1202,13 +1061,13 @@ def decode_basic_return_(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_BasicReturn)
+    m = _BasicReturn()
     m.reply_code = reply_code
     m.reply_text = reply_text
     m.exchange = exchange
     m.routing_key = routing_key
     m.__class__ = Basic.Return
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_basic_deliver(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1238,14 +1097,14 @@ def decode_basic_deliver(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_BasicDeliver)
+    m = _BasicDeliver()
     m.consumer_tag = consumer_tag
     m.delivery_tag = delivery_tag
     m.redelivered = redelivered
     m.exchange = exchange
     m.routing_key = routing_key
     m.__class__ = Basic.Deliver
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_basic_get(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1265,12 +1124,12 @@ def decode_basic_get(buf: bytes, o: int, end: int, depth: int) -> Method:
     no_ack = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(_BasicGet)
+    m = _BasicGet()
     m.reserved_1 = reserved_1
     m.queue = queue
     m.no_ack = no_ack
     m.__class__ = Basic.Get
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_basic_get_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1296,14 +1155,14 @@ def decode_basic_get_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 4
     if o != end:
         raise _overrun(o, end)
-    m = _new(_BasicGetOk)
+    m = _BasicGetOk()
     m.delivery_tag = delivery_tag
     m.redelivered = redelivered
     m.exchange = exchange
     m.routing_key = routing_key
     m.message_count = message_count
     m.__class__ = Basic.GetOk
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_basic_get_empty(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1316,10 +1175,10 @@ def decode_basic_get_empty(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1 + n
     if o != end:
         raise _overrun(o, end)
-    m = _new(_BasicGetEmpty)
+    m = _BasicGetEmpty()
     m.reserved_1 = reserved_1
     m.__class__ = Basic.GetEmpty
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_basic_ack(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1331,11 +1190,11 @@ def decode_basic_ack(buf: bytes, o: int, end: int, depth: int) -> Method:
     multiple = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(_BasicAck)
+    m = _BasicAck()
     m.delivery_tag = delivery_tag
     m.multiple = multiple
     m.__class__ = Basic.Ack
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_basic_reject(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1347,11 +1206,11 @@ def decode_basic_reject(buf: bytes, o: int, end: int, depth: int) -> Method:
     requeue = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(_BasicReject)
+    m = _BasicReject()
     m.delivery_tag = delivery_tag
     m.requeue = requeue
     m.__class__ = Basic.Reject
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_basic_recover_async(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1363,10 +1222,10 @@ def decode_basic_recover_async(buf: bytes, o: int, end: int, depth: int) -> Meth
     requeue = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(_BasicRecoverAsync)
+    m = _BasicRecoverAsync()
     m.requeue = requeue
     m.__class__ = Basic.RecoverAsync
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_basic_recover(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1378,17 +1237,17 @@ def decode_basic_recover(buf: bytes, o: int, end: int, depth: int) -> Method:
     requeue = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(_BasicRecover)
+    m = _BasicRecover()
     m.requeue = requeue
     m.__class__ = Basic.Recover
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_basic_recover_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.recover-ok."""
     if o != end:
         raise _overrun(o, end)
-    return _new(Basic.RecoverOk)  # type: ignore[no-any-return]
+    return _new(Basic.RecoverOk)
 
 
 def decode_basic_nack(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1401,12 +1260,12 @@ def decode_basic_nack(buf: bytes, o: int, end: int, depth: int) -> Method:
     requeue = (bits0 & 2) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(_BasicNack)
+    m = _BasicNack()
     m.delivery_tag = delivery_tag
     m.multiple = multiple
     m.requeue = requeue
     m.__class__ = Basic.Nack
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_confirm_select(buf: bytes, o: int, end: int, depth: int) -> Method:
@@ -1418,59 +1277,59 @@ def decode_confirm_select(buf: bytes, o: int, end: int, depth: int) -> Method:
     nowait = (bits0 & 1) != 0
     if o != end:
         raise _overrun(o, end)
-    m = _new(_ConfirmSelect)
+    m = _ConfirmSelect()
     m.nowait = nowait
     m.__class__ = Confirm.Select
-    return m
+    return m  # type: ignore[no-any-return]
 
 
 def decode_confirm_select_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of confirm.select-ok."""
     if o != end:
         raise _overrun(o, end)
-    return _new(Confirm.SelectOk)  # type: ignore[no-any-return]
+    return _new(Confirm.SelectOk)
 
 
 def decode_tx_select(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of tx.select."""
     if o != end:
         raise _overrun(o, end)
-    return _new(Tx.Select)  # type: ignore[no-any-return]
+    return _new(Tx.Select)
 
 
 def decode_tx_select_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of tx.select-ok."""
     if o != end:
         raise _overrun(o, end)
-    return _new(Tx.SelectOk)  # type: ignore[no-any-return]
+    return _new(Tx.SelectOk)
 
 
 def decode_tx_commit(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of tx.commit."""
     if o != end:
         raise _overrun(o, end)
-    return _new(Tx.Commit)  # type: ignore[no-any-return]
+    return _new(Tx.Commit)
 
 
 def decode_tx_commit_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of tx.commit-ok."""
     if o != end:
         raise _overrun(o, end)
-    return _new(Tx.CommitOk)  # type: ignore[no-any-return]
+    return _new(Tx.CommitOk)
 
 
 def decode_tx_rollback(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of tx.rollback."""
     if o != end:
         raise _overrun(o, end)
-    return _new(Tx.Rollback)  # type: ignore[no-any-return]
+    return _new(Tx.Rollback)
 
 
 def decode_tx_rollback_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of tx.rollback-ok."""
     if o != end:
         raise _overrun(o, end)
-    return _new(Tx.RollbackOk)  # type: ignore[no-any-return]
+    return _new(Tx.RollbackOk)
 
 
 def decode_basic_properties(buf: bytes, o: int, end: int, depth: int) -> Properties:
@@ -1565,7 +1424,7 @@ def decode_basic_properties(buf: bytes, o: int, end: int, depth: int) -> Propert
         raise _overrun(o, end)
     properties = _new(BasicProperties)
     _set(properties, "__dict__", present)
-    return properties  # type: ignore[no-any-return]
+    return properties
 
 
 #: Argument decoders by method index (``class_id << 16 | method_id``).

@@ -1,0 +1,219 @@
+"""Decoding field tables: the hot loop of every content header and of many methods.
+
+Apart from :mod:`amqp_codec.table` (which re-exports :func:`decode_table` and documents the
+format) so that the compiled build (see :mod:`amqp_codec._compiled`) compiles decoding only:
+decoding's recursion is bounded by ``max_depth``, where encoding relies on the interpreter's
+recursion limit, which compiled calls do not check.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal
+from typing import Any
+
+from ._table_values import (
+    EMPTY_TABLE,
+    FieldArray,
+    FieldTable,
+    Timestamp,
+    _Float32NaN,
+    _new,
+    _set_entries,
+)
+from .errors import AMQPDecodeError, FrameSyntaxError, LimitExceededError
+
+__all__ = ["DEFAULT_MAX_TABLE_DEPTH", "decode_table"]
+
+#: Nesting deeper than this is rejected: real tables (``x-death``) nest three or four levels.
+DEFAULT_MAX_TABLE_DEPTH = 32
+
+_unpack_I = struct.Struct(">I").unpack_from
+_unpack_i = struct.Struct(">i").unpack_from
+_unpack_l = struct.Struct(">q").unpack_from
+_unpack_T = struct.Struct(">Q").unpack_from
+_unpack_d = struct.Struct(">d").unpack_from
+_unpack_f = struct.Struct(">f").unpack_from
+_unpack_h = struct.Struct(">h").unpack_from
+_unpack_H = struct.Struct(">H").unpack_from
+_unpack_b = struct.Struct(">b").unpack_from
+_unpack_D = struct.Struct(">Bi").unpack_from
+# Decimals are scaled in this context: enough precision that scaleb never rounds, whatever
+# the caller's decimal context says.
+_EXACT = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN)
+
+
+# --------------------------------------------------------------------------------------------
+# Decoding
+# --------------------------------------------------------------------------------------------
+
+
+def decode_table(
+    buf: bytes, offset: int, end: int, max_depth: int = DEFAULT_MAX_TABLE_DEPTH
+) -> tuple[FieldTable, int]:
+    """Decode a field table (4-byte size, then entries) at ``buf[offset:]``.
+
+    ``end`` bounds the enclosing frame payload: nothing past it is read. Returns the table and
+    the offset just after it. Raises :class:`AMQPDecodeError` (502) with the path to the bad
+    value in ``field``.
+    """
+    if offset + 4 > end:  # checked against end, not the buffer: bytes past end are not ours
+        raise FrameSyntaxError("field table size cut off by the end of the frame")
+    try:
+        (size,) = _unpack_I(buf, offset)
+    except struct.error:  # an ``end`` past the buffer's own end
+        raise FrameSyntaxError("field table size cut off by the end of the buffer") from None
+    start = offset + 4
+    stop = start + size
+    if stop > end:
+        raise FrameSyntaxError(f"field table of {size} bytes runs past the end of the frame")
+    if not size:
+        return EMPTY_TABLE, stop
+    table = _new(FieldTable)
+    _set_entries(table, _decode_entries(buf, start, stop, max_depth))
+    return table, stop
+
+
+def _cut_off(what: str) -> FrameSyntaxError:
+    return FrameSyntaxError(f"{what} cut off by the end of its table or array")
+
+
+def _decode_entries(
+    buf: bytes, o: int, end: int, depth: int, keyed: bool = True
+) -> list[tuple[str, str, Any]]:
+    """Decode the entries of a table (``keyed``) or the values of an array in ``buf[o:end]``.
+
+    Returns ``(key, tag, value)`` triples (key ``""`` in arrays). ``depth`` is how many more
+    nesting levels may follow. Every read is checked against ``end`` before it happens, so
+    the result, and any error, depends only on these bytes, never on what follows them.
+    """
+    entries: list[tuple[str, str, Any]] = []
+    append = entries.append
+    key = ""
+    try:
+        while o < end:
+            if keyed:
+                stop = o + 1 + buf[o]
+                if stop >= end:  # the key must be followed by a tag inside the table
+                    key = buf[o + 1 : min(stop, end)].decode("utf-8", "surrogateescape")
+                    raise _cut_off("field-table key or value tag")
+                try:
+                    key = buf[o + 1 : stop].decode()
+                except UnicodeDecodeError:
+                    key = buf[o + 1 : stop].decode("utf-8", "surrogateescape")
+                o = stop
+            tag = buf[o]
+            o += 1
+            # Tags by how often they occur in real traffic; each checks its bounds first.
+            if tag == 83 or tag == 120:  # S, x: a 32-bit size, then the bytes
+                if o + 4 > end:
+                    raise _cut_off("string size")
+                stop = o + 4 + _unpack_I(buf, o)[0]
+                if stop > end:
+                    raise FrameSyntaxError(f"string of {stop - o - 4} bytes runs past its table")
+                raw = buf[o + 4 : stop]
+                o = stop
+                if tag == 120:
+                    append((key, "x", raw))
+                else:
+                    try:
+                        append((key, "S", raw.decode()))
+                    except UnicodeDecodeError:
+                        append((key, "S", raw))
+            elif tag == 73:  # I
+                if o + 4 > end:
+                    raise _cut_off("value of tag 'I'")
+                append((key, "I", _unpack_i(buf, o)[0]))
+                o += 4
+            elif tag == 116:  # t
+                if o >= end:
+                    raise _cut_off("value of tag 't'")
+                b = buf[o]
+                if b > 1:
+                    raise FrameSyntaxError(f"boolean octet is {b}, not 0 or 1")
+                append((key, "t", b == 1))
+                o += 1
+            elif tag == 70 or tag == 65:  # F, A
+                if o + 4 > end:
+                    raise _cut_off("nested table or array size")
+                stop = o + 4 + _unpack_I(buf, o)[0]
+                if stop > end:
+                    raise FrameSyntaxError(
+                        f"nested table or array of {stop - o - 4} bytes runs past its parent"
+                    )
+                if depth <= 0:
+                    raise LimitExceededError(
+                        "field tables and arrays nested deeper than the configured limit",
+                        reply_code=502,
+                    )
+                nested = _decode_entries(buf, o + 4, stop, depth - 1, tag == 70)
+                if tag == 70:
+                    table = _new(FieldTable)
+                    _set_entries(table, nested)
+                    append((key, "F", table))
+                else:
+                    append((key, "A", FieldArray.from_entries(nested)))
+                o = stop
+            elif tag == 108 or tag == 76:  # l, L
+                if o + 8 > end:
+                    raise _cut_off(f"value of tag {chr(tag)!r}")
+                append((key, "l" if tag == 108 else "L", _unpack_l(buf, o)[0]))
+                o += 8
+            elif tag == 84:  # T
+                if o + 8 > end:
+                    raise _cut_off("value of tag 'T'")
+                append((key, "T", Timestamp(_unpack_T(buf, o)[0])))
+                o += 8
+            elif tag == 86:  # V
+                append((key, "V", None))
+            elif tag == 100:  # d
+                if o + 8 > end:
+                    raise _cut_off("value of tag 'd'")
+                append((key, "d", _unpack_d(buf, o)[0]))
+                o += 8
+            elif tag == 68:  # D
+                if o + 5 > end:
+                    raise _cut_off("value of tag 'D'")
+                scale, mantissa = _unpack_D(buf, o)
+                append((key, "D", Decimal(mantissa).scaleb(-scale, _EXACT)))
+                o += 5
+            elif tag == 102:  # f
+                if o + 4 > end:
+                    raise _cut_off("value of tag 'f'")
+                value = _unpack_f(buf, o)[0]
+                if value != value:  # NaN: keep its exact bits (see _Float32NaN)
+                    value = _Float32NaN(value)
+                    value.bits = buf[o : o + 4]
+                append((key, "f", value))
+                o += 4
+            else:
+                reader = _SMALL_INTS.get(tag)
+                if reader is None:
+                    raise FrameSyntaxError(f"unknown field-table value tag 0x{tag:02x}")
+                size, unpack, name = reader
+                if o + size > end:
+                    raise _cut_off(f"value of tag {name!r}")
+                append((key, name, unpack(buf, o)[0]))
+                o += size
+    except AMQPDecodeError as exc:
+        step = _key_step(key) if keyed else f"[{len(entries)}]"
+        exc.field = step + (exc.field or "")
+        raise
+    return entries
+
+
+# The remaining fixed-size tags: size, reader, tag.
+_SMALL_INTS: dict[int, tuple[int, Callable[[bytes, int], tuple[Any, ...]], str]] = {
+    ord("b"): (1, _unpack_b, "b"),
+    ord("B"): (1, struct.Struct(">B").unpack_from, "B"),
+    ord("s"): (2, _unpack_h, "s"),
+    ord("U"): (2, _unpack_h, "U"),
+    ord("u"): (2, _unpack_H, "u"),
+    ord("i"): (4, _unpack_I, "i"),
+}
+
+
+def _key_step(key: object) -> str:
+    """One step of an error path: ``["x-death"]``."""
+    return f'["{key}"]' if isinstance(key, str) else f"[{key!r}]"
