@@ -90,8 +90,6 @@ class FieldTable(Mapping[str, Any]):
     _index: dict[str, Any]  # unset until the first lookup
 
     def __init__(self, items: Mapping[str, Any] | Iterable[tuple[str, Any]] = ()) -> None:
-        from .table import tag_for  # the encoding rules live with the encoder
-
         pairs = items.items() if isinstance(items, Mapping) else items
         entries = []
         for key, value in pairs:
@@ -188,8 +186,6 @@ class FieldArray(Sequence[Any]):
     __slots__ = ("_tags", "_values")
 
     def __init__(self, values: Iterable[Any] = ()) -> None:
-        from .table import tag_for  # the encoding rules live with the encoder
-
         vals = []
         tags = []
         for i, value in enumerate(values):
@@ -252,3 +248,58 @@ class _Float32NaN(float):
 
     __slots__ = ("bits",)
     bits: bytes
+
+
+# Exact types whose tag needs no further look (ints depend on their size; see tag_for).
+_TAG_BY_TYPE: dict[type, str] = {
+    str: "S",
+    bool: "t",
+    float: "d",
+    type(None): "V",
+    dict: "F",
+    FieldTable: "F",
+    list: "A",
+    tuple: "A",
+    FieldArray: "A",
+    bytes: "x",
+    bytearray: "x",
+    memoryview: "x",
+    Decimal: "D",
+    Timestamp: "T",
+    _dt.datetime: "T",
+}
+
+
+def tag_for(value: Any, field: str | None = None) -> str:
+    """The tag a plain Python value is encoded with, following RabbitMQ's clients.
+
+    bool→t, int→I if it fits signed 32-bit else l, float→d, Decimal→D, str→S,
+    bytes/bytearray/memoryview→x, datetime and :class:`Timestamp`→T, None→V, list/tuple→A,
+    mapping→F. Anything else, or an int past signed 64-bit, raises :class:`AMQPEncodeError`.
+    """
+    tag = _TAG_BY_TYPE.get(type(value))
+    if tag is not None:
+        return tag
+    if isinstance(value, int) and not isinstance(value, bool):
+        if -(2**31) <= value < 2**31:
+            return "I"
+        if -(2**63) <= value < 2**63:
+            return "l"
+        raise AMQPEncodeError(
+            f"int {value} does not fit a signed 64-bit field-table value", field=field
+        )
+    if isinstance(value, Tagged):
+        return value.tag
+    # Subclasses of the types above.
+    for cls, tag in _TAG_BY_TYPE.items():
+        if cls is not type(None) and isinstance(value, cls):
+            return tag
+    if isinstance(value, Mapping):
+        return "F"
+    raise AMQPEncodeError(
+        f"{type(value).__name__} has no field-table encoding (wrap it in Tagged to choose one)",
+        field=field,
+    )
+
+
+tag_for.__module__ = "amqp_codec.table"  # its public home, beside the encoder that uses it

@@ -76,7 +76,8 @@ def source_files(top: str, root: Path = ROOT) -> list[Path]:
 
 
 def imports_of(path: Path, known: set[str], root: Path = ROOT) -> set[str]:
-    """The modules that ``path`` imports, anywhere in it (functions too), as dotted names.
+    """The modules that ``path`` imports at run time, anywhere in it (functions too), as
+    dotted names.
 
     ``from package import name`` counts as importing ``package.name`` when that is a module
     in ``known``, else ``package``.
@@ -84,7 +85,18 @@ def imports_of(path: Path, known: set[str], root: Path = ROOT) -> set[str]:
     name = module_name(path, root)
     is_package = path.name == "__init__.py"
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    # Imports under ``if TYPE_CHECKING:`` never run: they are neither dependencies nor circles.
+    typing_only = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING")
+        for stmt in node.body
+        for inner in ast.walk(stmt)
+    }
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
