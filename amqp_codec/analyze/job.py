@@ -583,8 +583,9 @@ def _finish(
         extra_problems[stream.id] = len(verdict.problems)
         rules[stream.id] = verdict.rules
 
-    def again(streams: list[StreamPlan], why: str) -> None:
-        """Dissect ``streams`` again, each in one pass, in place of what was written."""
+    def again(streams: list[StreamPlan], why: str, tag: str) -> None:
+        """Dissect ``streams`` again, each in one pass, in place of what was written (``tag``
+        names this round's task files)."""
         n = len(streams)
         say(f"{n} stream{'s' if n != 1 else ''} dissected again in one pass ({why})")
         drop = {(s.name, s.direction) for s in streams}
@@ -595,7 +596,7 @@ def _finish(
             verdicts.pop(stream.id, None)
         fallback = [
             Task(
-                name=f"f{stream.id:05d}" + "r" * rounds,
+                name=f"{tag}{stream.id:05d}",
                 split=None,
                 parts={},
                 regions=[(stream, fallback_region(stream))],
@@ -621,15 +622,13 @@ def _finish(
 
     redone: set[int] = set()
     whole: set[int] = {s.id for s in plan.streams if len(s.regions) == 1}
-    rounds = 0
     if failed:
-        again(failed, "their regions did not meet")
+        again(failed, "their regions did not meet", "f")
     # The negotiated limits the regions assumed from the connection's head must be those the
     # streams hold; where not (a handshake past the head), dissect again with the right ones.
-    rounds = 1
     wrong = _wrong_negotiation(plan, facts, whole)
     if wrong:
-        again(wrong, "the handshake was not where the head showed it")
+        again(wrong, "the handshake was not where the head showed it", "fr")
     for verdict in verdicts.values():
         for row in verdict.frames:
             driver.add("frames", row)
