@@ -13,6 +13,7 @@ import pickle
 import struct
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import dpkt
 import pytest
@@ -20,6 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from amqp_codec.capture import CaptureProblem, Segment, capture_files, read_capture
+from amqp_codec.capture.packets import CaptureLayout, RangeRead, capture_layout, read_range
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 
@@ -570,6 +572,106 @@ def test_mutated_files_never_raise(
         assert isinstance(item, Segment | CaptureProblem)
         if isinstance(item, Segment):
             assert 0 <= item.seq < 2**32 and 0 <= item.sport < 65536
+
+
+#: The ways a packet may differ from the usual one (Ethernet, IPv4 without options, TCP).
+_UNUSUAL: dict[str, list[Any]] = {
+    "vihl": [0x46, 0x44, 0x55],
+    "total": [0, -1, -20, 1, 8],  # 0: left 0 (offload), else added to the right length
+    "proto": [17],
+    "frag": [0x0000, 0x2000, 0x0001],
+    "options": [b"\x01\x01\x01\x01", b"\x02\x04\x05\xb4" * 3],
+    "doff": [0x40, 0x30, 0xF0, 0x51],  # 0x51: the NS flag
+    "flags": [ACK, SYN, dpkt.tcp.TH_FIN | ACK, dpkt.tcp.TH_RST, SYN | 0x80],
+    "payload": [b"", b"x" * 1400],
+    "padding": [b"\x00" * 6],
+}
+_CASES = [{}] + [{name: value} for name, values in _UNUSUAL.items() for value in values]
+
+
+def _link_pair(case: dict[str, Any]) -> tuple[bytes, bytes]:
+    """The packet ``case`` describes, as an Ethernet frame and as an SLL frame."""
+    segment = bytearray(
+        tcp(
+            40000,
+            5672,
+            7,
+            case.get("flags", PSH_ACK),
+            case.get("payload", b"AMQP"),
+            case.get("options", b""),
+        )
+    )
+    if "doff" in case:
+        segment[12] = case["doff"]
+    ip = bytearray(
+        ipv4(C4, S4, bytes(segment), proto=case.get("proto", 6), frag=case.get("frag", 0x4000))
+    )
+    ip[0] = case.get("vihl", 0x45)
+    if "total" in case:
+        total = 0 if case["total"] == 0 else len(ip) + case["total"]
+        ip[2:4] = total.to_bytes(2, "big")
+    ip += case.get("padding", b"")
+    return ethernet(bytes(ip)), sll(bytes(ip))
+
+
+def _read_on_each_link(folder: Path, frames: tuple[bytes, bytes], cut: int | None) -> list[Any]:
+    read = []
+    for link, frame in zip((1, 113), frames, strict=True):
+        ip_start = 14 if link == 1 else 16
+        data = frame if cut is None else frame[: ip_start + cut]
+        path = write(folder / f"{link}.pcap", pcap_bytes([(1, 0, data, len(frame))], link))
+        read.append(
+            [
+                # A problem's detail counts the frame's bytes, which differ by the link header.
+                item._replace(capture="") if isinstance(item, Segment) else item.kind
+                for item in read_capture(path)
+            ]
+        )
+    return read
+
+
+@pytest.mark.parametrize(
+    "case", _CASES, ids=lambda c: ",".join(f"{k}={v!r:.12}" for k, v in c.items()) or "usual"
+)
+@pytest.mark.parametrize("cut", [None, 0, 19, 20, 39, 40, 53, 60])
+def test_the_usual_ethernet_packet_reads_as_on_every_other_link(
+    tmp_path: Path, case: dict[str, Any], cut: int | None
+) -> None:
+    """Ethernet + IPv4 + TCP has a fast path; a packet, well formed or not and cut at any
+    IP byte, reads the same through it as the same IP bytes do on SLL, whose reader has
+    none: the same segment, or nothing, or a problem of the same kind."""
+    ethernet_read, sll_read = _read_on_each_link(tmp_path, _link_pair(case), cut)
+    assert ethernet_read == sll_read
+
+
+@given(
+    case=st.fixed_dictionaries(
+        {}, optional={name: st.sampled_from(values) for name, values in _UNUSUAL.items()}
+    ),
+    cut=st.none() | st.integers(0, 80),
+)
+def test_any_mix_of_unusual_fields_reads_as_on_every_other_link(
+    tmp_path_factory: pytest.TempPathFactory, case: dict[str, Any], cut: int | None
+) -> None:
+    ethernet_read, sll_read = _read_on_each_link(
+        tmp_path_factory.mktemp("links"), _link_pair(case), cut
+    )
+    assert ethernet_read == sll_read
+
+
+def test_a_range_read_for_some_ports_leaves_only_the_others_out(tmp_path: Path) -> None:
+    frames = [
+        ethernet(ipv4(C4, S4, tcp(40000 + i % 3, 5672, i, PSH_ACK, b"x" * i))) for i in range(12)
+    ]
+    frames.append(sll(ipv4(C4, S4, tcp(40001, 5672, 99, PSH_ACK, b"on another link"))))
+    path = write(tmp_path / "c.pcap", pcap_bytes([(1, 0, f, len(f)) for f in frames[:-1]]))
+    layout = capture_layout(path)
+    assert isinstance(layout, CaptureLayout)
+    everything = list(read_range(layout, layout.first_record, layout.size, 0, RangeRead()))
+    wanted = frozenset({(40001, 5672), (5672, 40001)})
+    some = list(read_range(layout, layout.first_record, layout.size, 0, RangeRead(), wanted))
+    assert some == [s for s in everything if isinstance(s, Segment) and s.sport == 40001]
+    assert len(some) == 4
 
 
 # ---------------------------------------------------------------------------- real captures

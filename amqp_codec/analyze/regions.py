@@ -17,10 +17,10 @@ The same function runs the fallback: one stream as a single region, read split a
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from ..capture.packets import TH_SYN, RangeRead, Segment
+from ..capture.packets import TH_SYN, PortPairs, RangeRead, Segment
 from ..capture.tcp import Gap, Piece, place
 from .parquet import TableWriters
 from .plan import (
@@ -142,6 +142,15 @@ class _Placer:
         return key, (start, end, seg.ts, data, seg.capture), False
 
 
+def port_pairs(keys: Iterable[PartKey]) -> PortPairs:
+    """The (source, destination) port pairs of the segments of the parts ``keys``, both ways."""
+    pairs = set()
+    for ((_, port_a), (_, port_b)), _incarnation, _forward in keys:
+        pairs.add((port_a, port_b))
+        pairs.add((port_b, port_a))
+    return frozenset(pairs)
+
+
 def _read_parts(
     split: Split, windows: dict[PartKey, PartWindow]
 ) -> tuple[dict[PartKey, list[Piece]], dict[PartKey, PartCounts]]:
@@ -149,7 +158,7 @@ def _read_parts(
     placer = _Placer(windows)
     candidates: dict[PartKey, list[_Candidate]] = {}
     counts: dict[PartKey, PartCounts] = {}
-    for item in segments_of(split, RangeRead()):
+    for item in segments_of(split, RangeRead(), port_pairs(windows)):
         if not isinstance(item, Segment):
             continue
         placed = placer.place(item)
@@ -231,7 +240,9 @@ class _LazySplit:
     """
 
     def __init__(self, split: Split, windows: dict[PartKey, PartWindow]) -> None:
-        self.packets = segments_of(split, RangeRead())
+        # Only a few streams of the split are followed here: the others' segments are
+        # skipped as cheaply as the reader can.
+        self.packets = segments_of(split, RangeRead(), port_pairs(windows))
         self.windows = windows
         self.placer = _Placer(windows)
         # Per part: candidates in capture order, not yet passed.

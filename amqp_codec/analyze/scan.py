@@ -29,6 +29,7 @@ from ..capture.packets import (
     TH_SYN,
     CaptureLayout,
     CaptureProblem,
+    PortPairs,
     RangeRead,
     Segment,
     capture_layout,
@@ -113,8 +114,11 @@ def plan_splits(files: list[str], split_bytes: int) -> list[Split]:
     return splits
 
 
-def segments_of(split: Split, out: RangeRead) -> Iterator[Segment | CaptureProblem]:
-    """The segments and problems of ``split``'s records; ``out`` learns where it stopped."""
+def segments_of(
+    split: Split, out: RangeRead, only: PortPairs | None = None
+) -> Iterator[Segment | CaptureProblem]:
+    """The segments and problems of ``split``'s records; ``out`` learns where it stopped.
+    ``only``: the port pairs wanted (others may be left out: see :func:`read_range`)."""
     if split.layout is None:
         count = 0
         for item in read_capture(split.path):
@@ -124,7 +128,9 @@ def segments_of(split: Split, out: RangeRead) -> Iterator[Segment | CaptureProbl
         out.stop = split.end
         out.records = count
         return
-    yield from read_range(split.layout, synced(split).start, split.end, split.first_packet, out)
+    yield from read_range(
+        split.layout, synced(split).start, split.end, split.first_packet, out, only
+    )
 
 
 def unwrap(seq: int, last: int) -> int:

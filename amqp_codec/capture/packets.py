@@ -57,6 +57,7 @@ so nanosecond captures are rounded to about 0.2 microseconds.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import ipaddress
 import mmap
@@ -64,13 +65,17 @@ import os
 import struct
 import tempfile
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import BinaryIO, NamedTuple
+from typing import Any, BinaryIO, NamedTuple, TypeAlias
+
+#: (source port, destination port) pairs: the segments a reader wants (see :func:`read_range`).
+PortPairs: TypeAlias = "frozenset[tuple[int, int]]"
 
 __all__ = [
     "CaptureLayout",
     "CaptureProblem",
+    "PortPairs",
     "RangeRead",
     "Segment",
     "capture_files",
@@ -110,6 +115,11 @@ class Segment(NamedTuple):
     ``TH_ACK``, ``TH_URG``, ``TH_ECE``, ``TH_CWR`` (0x80), and NS as 0x100."""
     payload: bytes
     """TCP payload as captured (shorter than sent if the capture cut the packet)."""
+
+
+#: A :class:`Segment` from the tuple of its fields, made without the Python-level ``__new__``
+#: that NamedTuple generates: the reader makes one per packet.
+_segment: Callable[[tuple[Any, ...]], Segment] = functools.partial(tuple.__new__, Segment)
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +186,8 @@ _MAX_BLOCK = 16 * 1024 * 1024
 # protocol, addresses) and of the TCP header (ports, sequence number, data offset, flags).
 _IPV4 = struct.Struct(">BxHxxHxBxx4s4s").unpack_from
 _TCP = struct.Struct(">HHI4xBB").unpack_from
+#: Ethernet, an IPv4 header of 20 bytes and TCP's fixed fields, as _IPV4 and _TCP read them.
+_ETHERNET_IPV4_TCP = struct.Struct(">12xHBxHxxHxBxx4s4sHHI4xBB").unpack_from
 _IPV6_EXTENSIONS = frozenset({0, 43, 60, 51, 135, 139, 140})  # hop-by-hop, routing, dest, AH, ...
 _IPV6_FRAGMENT = 44
 _IPV6_NO_NEXT = 59
@@ -205,11 +217,15 @@ def _ip6(raw: bytes) -> str:
 class _Packets:
     """Turns one captured frame into a Segment, a CaptureProblem or None (not TCP)."""
 
-    __slots__ = ("capture", "cut")
+    __slots__ = ("capture", "cut", "only")
 
-    def __init__(self, capture: str) -> None:
+    def __init__(self, capture: str, only: PortPairs | None = None) -> None:
         self.capture = capture
         self.cut = False  # set when the last segment's payload ends before its IP length says
+        # Segments between other ports are skipped before their addresses are named and their
+        # payload is copied: a reader that wants a few streams of a busy capture pays little
+        # for the others.
+        self.only = only
 
     def parse(
         self,
@@ -227,6 +243,53 @@ class _Packets:
         the payload.
         """
         caplen = n - base
+        if link == _LT_ETHERNET and caplen >= 54:
+            # The usual packet (Ethernet, IPv4 without options, TCP) in one unpack; anything
+            # else it does not vouch for goes the general way below.
+            (
+                ethertype,
+                vihl,
+                total,
+                frag,
+                proto,
+                src_raw,
+                dst_raw,
+                sport,
+                dport,
+                seq,
+                doff,
+                flags,
+            ) = _ETHERNET_IPV4_TCP(buf, base)
+            if (
+                ethertype == _ETH_IPV4
+                and vihl == 0x45
+                and proto == 6
+                and not frag & 0x3FFF
+                and total >= 40
+                and doff >= 0x50
+            ):
+                only = self.only
+                if only is not None and (sport, dport) not in only:
+                    return None
+                start = base + 34 + (doff >> 4) * 4
+                end = base + 14 + total
+                if start <= end <= n and (start < end or flags & _INTERESTING):
+                    return _segment(
+                        (
+                            self.capture,
+                            index,
+                            ts,
+                            _ip4_cache.get(src_raw) or _ip4(src_raw),
+                            sport,
+                            _ip4_cache.get(dst_raw) or _ip4(dst_raw),
+                            dport,
+                            seq,
+                            flags | (doff & 1) << 8,
+                            buf[start:end],
+                        )
+                    )
+                if start <= end <= n:
+                    return None  # a bare ACK or window update
         # Find the network layer: offset and, where the link layer says it, the ethertype.
         if link == _LT_ETHERNET:
             if caplen < 14:
@@ -286,8 +349,7 @@ class _Packets:
                 return CaptureProblem(
                     self.capture, index, "ip-fragment", "IPv4 fragment (not reassembled)"
                 )
-            src = _ip4_cache.get(src_raw) or _ip4(src_raw)
-            dst = _ip4_cache.get(dst_raw) or _ip4(dst_raw)
+            src = dst = ""  # named once the ports are known to be wanted
             end = off + total  # drops Ethernet padding and trailers
             off += ihl
         elif ethertype == _ETH_IPV6:
@@ -319,6 +381,11 @@ class _Packets:
         if n < off + 20:
             return self._short(index, caplen, wire_len, "TCP header")
         sport, dport, seq, doff, flags = _TCP(buf, off)
+        if self.only is not None and (sport, dport) not in self.only:
+            return None
+        if not src:
+            src = _ip4_cache.get(src_raw) or _ip4(src_raw)
+            dst = _ip4_cache.get(dst_raw) or _ip4(dst_raw)
         flags |= (doff & 1) << 8  # NS
         doff = (doff >> 4) * 4
         if doff < 20:
@@ -544,13 +611,19 @@ def _pcap_layout(path: str, mm: mmap.mmap, size: int) -> CaptureLayout | Capture
 
 
 def _pcap_records(
-    layout: CaptureLayout, mm: mmap.mmap, pos: int, end: int, index: int, out: RangeRead
+    layout: CaptureLayout,
+    mm: mmap.mmap,
+    pos: int,
+    end: int,
+    index: int,
+    out: RangeRead,
+    only: PortPairs | None = None,
 ) -> Iterator[Segment | CaptureProblem]:
     """The packets of the records that start in ``[pos, end)``; ``out`` learns where the next
     record starts and how many were read."""
     path, size, link, divisor = layout.path, layout.size, layout.link, layout.divisor
     max_caplen = layout.max_caplen
-    parser = _Packets(path)
+    parser = _Packets(path, only)
     parse = parser.parse
     record = struct.Struct(layout.order + "IIII").unpack_from
     first = index
@@ -678,12 +751,13 @@ def _pcapng_blocks(
     out: RangeRead,
     *,
     start_of_file: bool = False,
+    only: PortPairs | None = None,
 ) -> Iterator[Segment | CaptureProblem]:
     """The packets of the blocks that start in ``[pos, end)``, read with byte ``order`` and
     the ``interfaces`` described before ``pos``; ``out`` learns where the next block starts,
     how many packets were read, and whether a section or interface block was met (a reader
     starting later in the file would not know of it)."""
-    parser = _Packets(path)
+    parser = _Packets(path, only)
     parse = parser.parse
     head = struct.Struct(order + "II").unpack_from
     u32 = struct.Struct(order + "I").unpack_from
@@ -878,19 +952,26 @@ def capture_layout(path: str) -> CaptureLayout | CaptureProblem | None:
 
 
 def read_range(
-    layout: CaptureLayout, start: int, end: int, first_index: int, out: RangeRead
+    layout: CaptureLayout,
+    start: int,
+    end: int,
+    first_index: int,
+    out: RangeRead,
+    only: PortPairs | None = None,
 ) -> Iterator[Segment | CaptureProblem]:
     """The segments and problems of the records that start in ``[start, end)`` of the file.
 
     ``start`` must be a record start (:attr:`CaptureLayout.first_record`, a
     :attr:`RangeRead.stop`, or what :func:`find_record` returned); ``first_index`` is that
     record's packet index. The last record may run past ``end``: it is read whole.
+    ``only``: the (source port, destination port) pairs of the segments wanted; the segments
+    of other pairs, and the problems of their packets past the IP header, are left out.
     """
     try:
         with open(layout.path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
             size = min(layout.size, len(mm))
             if layout.kind == "pcap":
-                yield from _pcap_records(layout, mm, start, min(end, size), first_index, out)
+                yield from _pcap_records(layout, mm, start, min(end, size), first_index, out, only)
             else:
                 yield from _pcapng_blocks(
                     layout.path,
@@ -902,6 +983,7 @@ def read_range(
                     layout.order,
                     list(layout.interfaces),
                     out,
+                    only=only,
                 )
     except OSError as exc:
         out.stop = layout.size
