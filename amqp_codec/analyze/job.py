@@ -70,7 +70,7 @@ __all__ = [
 #: the protocol header).
 DEFAULT_PORTS: tuple[int, ...] = (5672,)
 #: Capture bytes per split: what one task reads (and, with what it reads past its end, holds).
-DEFAULT_SPLIT_BYTES = 32 * 2**20
+DEFAULT_SPLIT_BYTES = 64 * 2**20
 
 
 @dataclass(frozen=True, slots=True)

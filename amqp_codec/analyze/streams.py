@@ -199,8 +199,8 @@ def frame_fields(frame: Frame) -> dict[str, Any] | None:
     return None
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, allow_nan=False, separators=(",", ":"), ensure_ascii=False)
+#: One encoder for every row: ``json.dumps`` with options builds a new one per call.
+_dumps = json.JSONEncoder(allow_nan=False, separators=(",", ":"), ensure_ascii=False).encode
 
 
 _FRAME_TYPES: dict[type, str] = {
