@@ -17,6 +17,11 @@ from typing import Generic, TypeVar
 from .base import Method
 from .errors import AMQPDecodeError, LimitExceededError, UnexpectedFrameError
 
+#: Content headers announcing a larger body are refused (406), and 99-0 bodies growing past it
+#: (RabbitMQ's historic maximum message size is 128 MiB; 4.x defaults to 16 MiB). The frame
+#: decoder and both assemblers take it as their default.
+DEFAULT_MAX_BODY_SIZE = 512 * 1024 * 1024
+
 
 @dataclass(slots=True)
 class PendingContent:
@@ -50,7 +55,9 @@ class ContentTracker(Generic[P]):
     NO_METHOD = "content header without a content method before it"
     NO_HEADER = "content body without a content header before it"
 
-    def __init__(self, *, max_body_size: int, mid_stream: bool) -> None:
+    def __init__(
+        self, *, max_body_size: int = DEFAULT_MAX_BODY_SIZE, mid_stream: bool = False
+    ) -> None:
         self.max_body_size = max_body_size
         self._pending: dict[int, P] = {}
         # False once frames may be missing: content frames are then only checked on

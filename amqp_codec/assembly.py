@@ -19,7 +19,6 @@ from dataclasses import dataclass
 
 from ._content import ContentTracker, PendingContent
 from .base import Method, Properties
-from .decoder import DEFAULT_MAX_BODY_SIZE
 from .errors import UnexpectedFrameError
 from .frames import ContentBodyFrame, ContentHeaderFrame, Frame, MethodFrame, body_repr
 
@@ -65,11 +64,6 @@ class MessageAssembler(ContentTracker[_Pending]):
     caller may report the error and keep feeding. A method frame that interrupts a message
     still starts a message of its own if it carries content.
     """
-
-    def __init__(
-        self, *, max_body_size: int = DEFAULT_MAX_BODY_SIZE, mid_stream: bool = False
-    ) -> None:
-        super().__init__(max_body_size=max_body_size, mid_stream=mid_stream)
 
     def feed(self, frame: Frame) -> Message | None:
         """Take one frame; return the message it completes, if any.

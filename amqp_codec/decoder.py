@@ -29,6 +29,7 @@ from types import ModuleType
 from typing import Literal
 
 from ._compiled import mypyc_attr
+from ._content import DEFAULT_MAX_BODY_SIZE
 from .base import Method, Properties, writable_twin
 from .diagnose import locate_method_error, locate_properties_error
 from .errors import (
@@ -78,9 +79,6 @@ __all__ = [
 #: below it (RabbitMQ's own ceiling for frame_max is 128 KiB by default), yet it leaves room
 #: for the oversized content headers RabbitMQ has been seen to send.
 DEFAULT_MAX_FRAME_SIZE = 64 * 1024 * 1024
-#: Content headers announcing a larger body are refused (RabbitMQ's historic maximum message
-#: size is 128 MiB; 4.x defaults to 16 MiB).
-DEFAULT_MAX_BODY_SIZE = 512 * 1024 * 1024
 
 _DIAGNOSABLE = (AMQPDecodeError, IndexError, struct.error, ValueError, OverflowError)
 # What sends a frame from the fast path to the checked one: the above, or no decoder for the

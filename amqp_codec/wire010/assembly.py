@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TypeVar
 
-from amqp_codec._content import ContentTracker, PendingContent
+from amqp_codec._content import DEFAULT_MAX_BODY_SIZE, ContentTracker, PendingContent
 from amqp_codec.base import Method
 from amqp_codec.errors import LimitExceededError
 
@@ -33,8 +33,6 @@ from .structs import PackedStruct
 
 __all__ = ["DEFAULT_MAX_BODY_SIZE", "DraftMessage", "DraftMessageAssembler"]
 
-#: The same default as :data:`amqp_codec.decoder.DEFAULT_MAX_BODY_SIZE`.
-DEFAULT_MAX_BODY_SIZE = 512 * 1024 * 1024
 _FRAMESET_END = LAST_SEGMENT | LAST_FRAME
 
 S = TypeVar("S", bound=PackedStruct)
@@ -77,11 +75,6 @@ class DraftMessageAssembler(ContentTracker[_Pending]):
     UNIT = "frameset"
     NO_METHOD = "header segment without a content command before it"
     NO_HEADER = "body frame without a header segment before it"
-
-    def __init__(
-        self, *, max_body_size: int = DEFAULT_MAX_BODY_SIZE, mid_stream: bool = False
-    ) -> None:
-        super().__init__(max_body_size=max_body_size, mid_stream=mid_stream)
 
     def feed(self, frame: object) -> DraftMessage | None:
         """Take one frame; return the message it completes, if any.
