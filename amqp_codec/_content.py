@@ -1,23 +1,49 @@
-"""What the 0-9 and the 99-0 message assemblers share: per-channel state and its errors.
+"""What the 0-9 and the 99-0 message assemblers share: per-channel state, the bounded body and
+the errors.
 
-Both keep one message in progress per channel, both may start mid-stream or lose frames
+Both keep one message in progress per channel, both check a header and body frame against
+the channel's state in the same way, both bound a body before buffering a frame of it and
+join it once when the message completes, both may start mid-stream or lose frames
 (``forget``), and both report what is left unfinished at the end of a stream. They differ in
-how content is framed, which each subclass handles in ``feed``.
+how content is framed (what a header holds, what bounds the body, what ends a message), which
+each subclass handles in ``feed``.
 """
 
 from __future__ import annotations
 
-from typing import Generic, Protocol, TypeVar
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 from .base import Method
-from .errors import AMQPDecodeError, UnexpectedFrameError
+from .errors import AMQPDecodeError, LimitExceededError, UnexpectedFrameError
+
+#: Content headers announcing a larger body are refused (406), and 99-0 bodies growing past it
+#: (RabbitMQ's historic maximum message size is 128 MiB; 4.x defaults to 16 MiB). The frame
+#: decoder and both assemblers take it as their default.
+DEFAULT_MAX_BODY_SIZE = 512 * 1024 * 1024
 
 
-class _Pending(Protocol):
+@dataclass(slots=True)
+class PendingContent:
+    """A message in progress: its method, whether its header came, and its body so far.
+
+    ``limit`` bounds the body: a frame that would take ``received`` past it is refused before
+    it is buffered (0-9: the body size the header announced; 99-0: ``max_body_size``).
+    """
+
     method: Method
+    limit: int = 0
+    has_header: bool = False
+    received: int = 0
+    chunks: list[bytes] = field(default_factory=list)
+
+    def body(self) -> bytes:
+        """The body frames' payloads, joined once (the only frame's payload as it is)."""
+        chunks = self.chunks
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
-P = TypeVar("P", bound=_Pending)
+P = TypeVar("P", bound=PendingContent)
 
 
 class ContentTracker(Generic[P]):
@@ -25,8 +51,13 @@ class ContentTracker(Generic[P]):
 
     #: The word for a message's frames in error texts ("content", "frameset").
     UNIT = "content"
+    #: What a header or body frame out of sequence is missing, for the 505 texts.
+    NO_METHOD = "content header without a content method before it"
+    NO_HEADER = "content body without a content header before it"
 
-    def __init__(self, *, max_body_size: int, mid_stream: bool) -> None:
+    def __init__(
+        self, *, max_body_size: int = DEFAULT_MAX_BODY_SIZE, mid_stream: bool = False
+    ) -> None:
         self.max_body_size = max_body_size
         self._pending: dict[int, P] = {}
         # False once frames may be missing: content frames are then only checked on
@@ -105,6 +136,49 @@ class ContentTracker(Generic[P]):
             f"was complete ({self._progress(interrupted)})",
             channel,
             method,
+        )
+
+    def _awaiting(self, channel: int, header: bool) -> P | None:
+        """The message in progress on ``channel``, which a header frame (``header``) or a body
+        frame has just come for; None when the channel's content frames are not checked.
+
+        Raises 505 (and drops the channel's message) when the frame is out of sequence: no
+        message in progress, or a header where a body was due or the reverse.
+        """
+        pending = self._pending.get(channel)
+        if pending is not None and pending.has_header is not header:
+            return pending
+        if pending is None and not self._checked(channel):
+            return None
+        self._pending.pop(channel, None)
+        raise self._unexpected(self.NO_METHOD if header else self.NO_HEADER, channel)
+
+    def _add_body(self, channel: int, pending: P, payload: bytes) -> None:
+        """Buffer one body frame's payload, checking the bound first: past ``pending.limit``
+        the message is dropped and :meth:`_overflow`'s error raised, nothing buffered."""
+        pending.received += len(payload)
+        if pending.received > pending.limit:
+            del self._pending[channel]
+            raise self._overflow(channel, pending)
+        pending.chunks.append(payload)
+
+    def _finish(self, channel: int, pending: P) -> bytes:
+        """The message on ``channel`` is complete: drop it from the state; its body."""
+        del self._pending[channel]
+        return pending.body()
+
+    def _overflow(self, channel: int, pending: P) -> AMQPDecodeError:
+        """The error for body frames adding up to more than ``pending.limit``."""
+        raise NotImplementedError
+
+    def _too_large(self, reason: str, channel: int, method: Method) -> LimitExceededError:
+        """406 for a body over ``max_body_size``, naming the content method."""
+        return LimitExceededError(
+            reason,
+            reply_code=406,
+            channel=channel,
+            class_id=method.CLASS_ID,
+            method_id=method.METHOD_ID,
         )
 
     def _checked(self, channel: int) -> bool:

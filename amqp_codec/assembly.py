@@ -15,12 +15,11 @@ channel in an unknown state are then not checked until that channel's next metho
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from ._content import ContentTracker
+from ._content import ContentTracker, PendingContent
 from .base import Method, Properties
-from .decoder import DEFAULT_MAX_BODY_SIZE
-from .errors import LimitExceededError
+from .errors import UnexpectedFrameError
 from .frames import ContentBodyFrame, ContentHeaderFrame, Frame, MethodFrame, body_repr
 
 __all__ = ["Message", "MessageAssembler"]
@@ -43,12 +42,9 @@ class Message:
 
 
 @dataclass(slots=True)
-class _Pending:
-    method: Method
+class _Pending(PendingContent):
+    # limit: the body size the content header announced.
     properties: Properties | None = None
-    body_size: int = 0
-    received: int = 0
-    chunks: list[bytes] = field(default_factory=list)
 
 
 class MessageAssembler(ContentTracker[_Pending]):
@@ -69,11 +65,6 @@ class MessageAssembler(ContentTracker[_Pending]):
     still starts a message of its own if it carries content.
     """
 
-    def __init__(
-        self, *, max_body_size: int = DEFAULT_MAX_BODY_SIZE, mid_stream: bool = False
-    ) -> None:
-        super().__init__(max_body_size=max_body_size, mid_stream=mid_stream)
-
     def feed(self, frame: Frame) -> Message | None:
         """Take one frame; return the message it completes, if any.
 
@@ -90,12 +81,9 @@ class MessageAssembler(ContentTracker[_Pending]):
             return None
         if type(frame) is ContentHeaderFrame:
             channel = frame.channel
-            pending = self._pending.get(channel)
-            if pending is None or pending.properties is not None:
-                if pending is None and not self._checked(channel):
-                    return None
-                self._pending.pop(channel, None)
-                raise self._unexpected("content header without a content method before it", channel)
+            pending = self._awaiting(channel, header=True)
+            if pending is None:
+                return None
             if frame.class_id != pending.method.CLASS_ID:
                 del self._pending[channel]
                 raise self._unexpected(
@@ -106,45 +94,38 @@ class MessageAssembler(ContentTracker[_Pending]):
             if frame.body_size > self.max_body_size:
                 # A soft error: the body frames that follow are dropped, not refused with 505.
                 self.forget(channel)
-                raise LimitExceededError(
+                raise self._too_large(
                     f"content body of {frame.body_size} bytes exceeds max_body_size {self.max_body_size}",
-                    reply_code=406,
-                    channel=channel,
-                    class_id=pending.method.CLASS_ID,
-                    method_id=pending.method.METHOD_ID,
-                )
-            pending.properties = frame.properties
-            pending.body_size = frame.body_size
-            return self._complete(channel, pending)
-        if type(frame) is ContentBodyFrame:
-            channel = frame.channel
-            pending = self._pending.get(channel)
-            if pending is None or pending.properties is None:
-                if pending is None and not self._checked(channel):
-                    return None
-                self._pending.pop(channel, None)
-                raise self._unexpected("content body without a content header before it", channel)
-            pending.received += len(frame.payload)
-            if pending.received > pending.body_size:
-                del self._pending[channel]
-                raise self._unexpected(
-                    f"content body frames add up to {pending.received} bytes, more than the "
-                    f"announced {pending.body_size}",
                     channel,
                     pending.method,
                 )
-            pending.chunks.append(frame.payload)
+            pending.properties = frame.properties
+            pending.has_header = True
+            pending.limit = frame.body_size
+            return self._complete(channel, pending)
+        if type(frame) is ContentBodyFrame:
+            channel = frame.channel
+            pending = self._awaiting(channel, header=False)
+            if pending is None:
+                return None
+            self._add_body(channel, pending, frame.payload)
             return self._complete(channel, pending)
         return None
 
     def _complete(self, channel: int, pending: _Pending) -> Message | None:
-        if pending.received < pending.body_size or pending.properties is None:
+        if pending.received < pending.limit or pending.properties is None:
             return None
-        del self._pending[channel]
-        body = pending.chunks[0] if len(pending.chunks) == 1 else b"".join(pending.chunks)
-        return Message(channel, pending.method, pending.properties, body)
+        return Message(channel, pending.method, pending.properties, self._finish(channel, pending))
+
+    def _overflow(self, channel: int, pending: _Pending) -> UnexpectedFrameError:
+        return self._unexpected(
+            f"content body frames add up to {pending.received} bytes, more than the "
+            f"announced {pending.limit}",
+            channel,
+            pending.method,
+        )
 
     def _progress(self, pending: _Pending) -> str:
         if pending.properties is None:
             return "no content header yet"
-        return f"{pending.received} of {pending.body_size} body bytes"
+        return f"{pending.received} of {pending.limit} body bytes"

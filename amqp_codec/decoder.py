@@ -29,6 +29,7 @@ from types import ModuleType
 from typing import Literal
 
 from ._compiled import mypyc_attr
+from ._content import DEFAULT_MAX_BODY_SIZE
 from .base import Method, Properties, writable_twin
 from .diagnose import locate_method_error, locate_properties_error
 from .errors import (
@@ -37,14 +38,12 @@ from .errors import (
     FrameError,
     FrameSyntaxError,
     LimitExceededError,
-    UnexpectedFrameError,
     UnsupportedProtocolError,
 )
 from .frames import (
     FRAME_BODY,
     FRAME_END,
     FRAME_HEADER,
-    FRAME_HEARTBEAT,
     FRAME_METHOD,
     FRAME_OVERHEAD,
     ContentBodyFrame,
@@ -54,6 +53,8 @@ from .frames import (
     MethodFrame,
     ProtocolHeader,
     bad_frame_end,
+    frame_header_error,
+    unpack_frame_header,
 )
 from .protocol import (
     MethodDecoder,
@@ -78,9 +79,6 @@ __all__ = [
 #: below it (RabbitMQ's own ceiling for frame_max is 128 KiB by default), yet it leaves room
 #: for the oversized content headers RabbitMQ has been seen to send.
 DEFAULT_MAX_FRAME_SIZE = 64 * 1024 * 1024
-#: Content headers announcing a larger body are refused (RabbitMQ's historic maximum message
-#: size is 128 MiB; 4.x defaults to 16 MiB).
-DEFAULT_MAX_BODY_SIZE = 512 * 1024 * 1024
 
 _DIAGNOSABLE = (AMQPDecodeError, IndexError, struct.error, ValueError, OverflowError)
 # What sends a frame from the fast path to the checked one: the above, or no decoder for the
@@ -101,7 +99,6 @@ class NeedData(enum.Enum):
 #: Returned by :meth:`FrameDecoder.next_frame` when no whole frame is buffered.
 NEED_DATA: Literal[NeedData.NEED_DATA] = NeedData.NEED_DATA
 
-_unpack_frame_header = struct.Struct(">BHI").unpack_from
 _unpack_index = struct.Struct(">I").unpack_from
 _unpack_frame_start = struct.Struct(">BHII").unpack_from
 _unpack_content_header = struct.Struct(">HHQ").unpack_from
@@ -371,7 +368,7 @@ class FrameDecoder:
         buf, pos = self._buf, self._pos
         if len(buf) - pos < 7:
             return False
-        _frame_type, _channel, size = _unpack_frame_header(buf, pos)
+        _frame_type, _channel, size = unpack_frame_header(buf, pos)
         if len(buf) - pos < size + FRAME_OVERHEAD:
             return False
         self._pos = pos + size + FRAME_OVERHEAD
@@ -389,7 +386,7 @@ class FrameDecoder:
             return self._start(buf, pos)
         if self._spec is not None and self._spec.wire_format != "0-9":
             return self._next_draft_frame()
-        frame_type, channel, size = _unpack_frame_header(buf, pos)
+        frame_type, channel, size = unpack_frame_header(buf, pos)
         if size > self._limit:
             raise self._too_large(size, channel)
         end = pos + 7 + size
@@ -410,30 +407,20 @@ class FrameDecoder:
             buf, pos, end = self._buf, 0, 7 + size
         if buf[end] != FRAME_END:
             raise bad_frame_end(buf[end], self._base + end, channel)
+        # The header's own rules, shared with the dissector's resync (the fast path in
+        # next_frame inlines the few it needs: a call per frame there would cost speed).
+        error = frame_header_error(frame_type, channel, size, self._base + pos)
+        if error is not None:
+            raise error
         start = pos + 7
         if frame_type == FRAME_METHOD:
             frame: Frame = self._method_frame(buf, start, end, channel)
         elif frame_type == FRAME_BODY:
-            if channel == 0:
-                raise UnexpectedFrameError(
-                    "content body frame on channel 0", offset=self._base + pos, channel=0
-                )
             frame = ContentBodyFrame(channel, buf[start:end])
         elif frame_type == FRAME_HEADER:
             frame = self._content_header_frame(buf, start, end, channel)
-        elif frame_type == FRAME_HEARTBEAT:
-            if channel != 0 or size != 0:
-                raise FrameError(
-                    f"heartbeat frame on channel {channel} with {size} payload bytes "
-                    "(must be channel 0, empty)",
-                    offset=self._base + pos,
-                    channel=channel,
-                )
-            frame = _HEARTBEAT
         else:
-            raise FrameError(
-                f"unknown frame type {frame_type}", offset=self._base + pos, channel=channel
-            )
+            frame = _HEARTBEAT
         self._pos = end + 1
         if self._pos == len(buf):  # all consumed: drop the buffer now rather than later
             self._base += self._pos
@@ -523,7 +510,7 @@ class FrameDecoder:
                     return self._need_data()
                 buf, pos = self._buf, 0
             draft_version = wire010.start_version(buf, pos)
-            frame_type, _channel, size = _unpack_frame_header(buf, pos)
+            frame_type, _channel, size = unpack_frame_header(buf, pos)
             if frame_type == FRAME_METHOD and size >= 6 and len(buf) - pos < 13:
                 if not self._fill(13):
                     return self._need_data()
@@ -618,17 +605,7 @@ class FrameDecoder:
         self, buf: bytes, start: int, end: int, channel: int
     ) -> ContentHeaderFrame:
         spec = self._spec
-        assert spec is not None
-        if channel == 0:
-            raise UnexpectedFrameError(
-                "content header frame on channel 0", offset=self._base + start - 7, channel=0
-            )
-        if end - start < 14:
-            raise FrameSyntaxError(
-                f"content header of {end - start} bytes is shorter than its fixed part",
-                offset=self._base + start,
-                channel=channel,
-            )
+        assert spec is not None  # channel and size checked: frame_header_error
         class_id, weight, body_size = _unpack_content_header(buf, start)
         decode = spec.property_decoders.get(class_id)
         if decode is None:

@@ -12,7 +12,13 @@ import struct
 from dataclasses import dataclass
 
 from .base import Method, Properties
-from .errors import AMQPEncodeError, FrameError
+from .errors import (
+    AMQPDecodeError,
+    AMQPEncodeError,
+    FrameError,
+    FrameSyntaxError,
+    UnexpectedFrameError,
+)
 from .wire010.frames import DraftFrame, encode_draft_frame
 
 __all__ = [
@@ -28,6 +34,8 @@ __all__ = [
     "MethodFrame",
     "ProtocolHeader",
     "bad_frame_end",
+    "frame_header_error",
+    "unpack_frame_header",
     "check_channel",
     "check_payload",
     "body_repr",
@@ -45,6 +53,8 @@ FRAME_OVERHEAD = 8  # 7-byte header + frame-end octet
 
 _END = b"\xce"
 _FRAME_HEADER = struct.Struct(">BHI")
+#: ``unpack_frame_header(buf, pos)``: a 7-byte frame header's (type, channel, payload size).
+unpack_frame_header = _FRAME_HEADER.unpack_from
 _pack_header = _FRAME_HEADER.pack
 _pack_content_header = struct.Struct(">HHQ").pack
 # The method frame's end octet, then a content header frame's header and fixed fields.
@@ -54,6 +64,52 @@ _pack_end_and_content_header = struct.Struct(">BBHIHHQ").pack
 def bad_frame_end(octet: int, offset: int, channel: int) -> FrameError:
     """The error for a frame whose end octet (at ``offset``) is ``octet``, not 0xCE (501)."""
     return FrameError(f"frame-end octet is 0x{octet:02x}, not 0xce", offset=offset, channel=channel)
+
+
+def frame_header_error(
+    frame_type: int, channel: int, size: int, offset: int
+) -> AMQPDecodeError | None:
+    """What is wrong with a frame header at stream ``offset`` before its payload is read, or
+    None: an unknown type, a content frame on channel 0, a heartbeat on another channel or
+    with a payload, a method or content header payload shorter than its fixed part.
+
+    The frame decoder's checked path raises it; the dissector's resync believes a candidate
+    frame start only where it is None (:mod:`amqp_codec.inspect.resync`).
+    """
+    if frame_type == FRAME_METHOD:
+        if size < 4:
+            return FrameSyntaxError(
+                f"method payload of {size} bytes has no class and method id",
+                offset=offset + 7,
+                channel=channel,
+            )
+        return None
+    if frame_type == FRAME_BODY:
+        if channel == 0:
+            return UnexpectedFrameError("content body frame on channel 0", offset=offset, channel=0)
+        return None
+    if frame_type == FRAME_HEADER:
+        if channel == 0:
+            return UnexpectedFrameError(
+                "content header frame on channel 0", offset=offset, channel=0
+            )
+        if size < 14:
+            return FrameSyntaxError(
+                f"content header of {size} bytes is shorter than its fixed part",
+                offset=offset + 7,
+                channel=channel,
+            )
+        return None
+    if frame_type == FRAME_HEARTBEAT:
+        if channel != 0 or size != 0:
+            return FrameError(
+                f"heartbeat frame on channel {channel} with {size} payload bytes "
+                "(must be channel 0, empty)",
+                offset=offset,
+                channel=channel,
+            )
+        return None
+    return FrameError(f"unknown frame type {frame_type}", offset=offset, channel=channel)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,13 +16,12 @@ and one frame, the analysis a chain of frames.
 from __future__ import annotations
 
 import re
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..decoder import NEED_DATA, FrameDecoder
 from ..errors import AMQPDecodeError
-from ..frames import FRAME_BODY, FRAME_HEADER, FRAME_HEARTBEAT, FRAME_METHOD, FRAME_OVERHEAD
+from ..frames import FRAME_OVERHEAD, frame_header_error, unpack_frame_header
 from ..protocol import ProtocolSpec
 from ..wire010 import frames as wire010
 
@@ -39,8 +38,6 @@ __all__ = [
 #: After a decode error, a candidate frame start with a payload larger than this is not
 #: believed unless ``frame_max`` (or a connection.tune / tune-ok seen in the stream) allows it.
 RESYNC_MAX_PAYLOAD = 1024 * 1024
-
-_unpack_frame_header = struct.Struct(">BHI").unpack_from
 
 
 @dataclass(frozen=True)
@@ -61,51 +58,19 @@ class Framing:
     header: Callable[[bytearray, int], tuple[int, int, int]]
 
 
-def _header_plausible(frame_type: int, channel: int, size: int) -> bool:
-    """Whether a frame header could start a real frame (before its payload is looked at)."""
-    if frame_type == FRAME_METHOD:
-        return size >= 4
-    if frame_type == FRAME_HEADER:
-        return channel != 0 and size >= 14
-    if frame_type == FRAME_BODY:
-        return channel != 0
-    if frame_type == FRAME_HEARTBEAT:
-        return channel == 0 and size == 0
-    return False
-
-
 def _frame_end(window: bytearray, pos: int, limit: int) -> int | None:
-    """The frame-end offset of a plausible 0-9 frame header at ``window[pos:]``, else None."""
-    frame_type, channel, size = _unpack_frame_header(window, pos)
-    if size > limit or not _header_plausible(frame_type, channel, size):
+    """The frame-end offset of a plausible 0-9 frame header at ``window[pos:]``, else None:
+    one the frame decoder would not refuse before reading its payload."""
+    frame_type, channel, size = unpack_frame_header(window, pos)
+    if size > limit or frame_header_error(frame_type, channel, size, pos) is not None:
         return None
     end: int = pos + 7 + size
     return end
 
 
 def _header(window: bytearray, pos: int) -> tuple[int, int, int]:
-    frame_type, channel, size = _unpack_frame_header(window, pos)
+    frame_type, channel, size = unpack_frame_header(window, pos)
     return frame_type, channel, pos + 7 + size
-
-
-def _draft_header_plausible(window: bytearray, pos: int, limit: int) -> bool:
-    """Whether the 12-byte 99-0 frame header at ``window[pos:]`` could start a real frame."""
-    try:
-        size = wire010.frame_size(bytes(window[pos : pos + wire010.HEADER_SIZE]), 0)
-    except AMQPDecodeError:
-        return False
-    if size > limit:
-        return False
-    flags, frame_type = window[pos], window[pos + 1]
-    channel = int.from_bytes(window[pos + 6 : pos + 8], "big")
-    whole = flags & wire010.WHOLE_SEGMENT == wire010.WHOLE_SEGMENT
-    if frame_type == wire010.FRAME_METHOD:
-        return whole and size >= wire010.HEADER_SIZE + 2
-    if frame_type == wire010.FRAME_HEADER:
-        return whole and channel != 0
-    if frame_type == wire010.FRAME_BODY:
-        return channel != 0
-    return size == wire010.HEADER_SIZE  # heartbeat
 
 
 def _draft_frame_end(window: bytearray, pos: int, limit: int) -> int | None:
@@ -116,17 +81,22 @@ def _draft_frame_end(window: bytearray, pos: int, limit: int) -> int | None:
     size (header included) is at least 12 and at most the ``frame_max`` given (else the
     16-bit field's own limit); a method or header frame holds a whole segment (b and e set);
     a header or body frame is on a non-zero channel, a heartbeat has no payload; the octet
-    at p + size is 0xCE; and the frame decodes on its own with the stream's spec.
+    at p + size is 0xCE; and the frame decodes on its own with the stream's spec. All but
+    the last two are the checks :func:`amqp_codec.wire010.frames.decode_frame` makes first.
     """
-    if not _draft_header_plausible(window, pos, limit):
+    try:
+        size = wire010.frame_size(window, pos)
+    except AMQPDecodeError:
         return None
-    return pos + int.from_bytes(window[pos + 2 : pos + 4], "big")
+    flags, frame_type, channel, _size = wire010.frame_header(window, pos)
+    if size > limit or wire010.segment_error(flags, frame_type, channel, size, pos) is not None:
+        return None
+    return pos + size
 
 
 def _draft_header(window: bytearray, pos: int) -> tuple[int, int, int]:
-    frame_type = window[pos + 1]
-    channel = int.from_bytes(window[pos + 6 : pos + 8], "big")
-    return frame_type, channel, pos + int.from_bytes(window[pos + 2 : pos + 4], "big")
+    _flags, frame_type, channel, size = wire010.frame_header(window, pos)
+    return frame_type, channel, pos + size
 
 
 #: 0-8 and 0-9-1: a frame can only start on one of the known frame-type octets.

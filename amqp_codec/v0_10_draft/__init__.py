@@ -10,6 +10,7 @@ version into :class:`amqp_codec.FrameDecoder`.
 from __future__ import annotations
 
 from amqp_codec.protocol import ProtocolSpec
+from amqp_codec.wire010 import register_structs, register_table_types
 from . import constants
 from .decoders import METHOD_DECODERS, PROPERTY_DECODERS
 from .methods import (
@@ -31,6 +32,8 @@ from .methods import (
     Execution,
 )
 from .structs import (
+    HEADER_STRUCTS,
+    LONG_STRUCTS,
     STRUCTS,
     ReplyTo,
     DeliveryProperties,
@@ -101,3 +104,8 @@ SPEC = ProtocolSpec(
     frame_end=constants.FRAME_END,
     wire_format="0-10-draft",
 )
+
+# The wire format reads header segments, long-structs and field tables by type code: hand it
+# this version's structs and type codes (it never imports generated code).
+register_structs(LONG_STRUCTS, HEADER_STRUCTS)
+register_table_types(constants.FIELD_TABLE_TYPES)

@@ -1,7 +1,9 @@
 """The wire format of the AMQP 0-10 draft (99-0), as Apache Qpid put it on the wire.
 
 The generated package :mod:`amqp_codec.v0_10_draft` holds the method and struct classes; this
-package holds what its generated code calls and the frame layer:
+package holds what its generated code calls and the frame layer. The generated package hands
+its registries over when it is imported (:func:`register_structs`, :func:`register_table_types`):
+this package never imports it.
 
 * :mod:`.values`: uuid, rfc1982-long-set, content and the string codecs;
 * :mod:`.table`: field tables, sequences and arrays, driven by the spec's type-code constants;
@@ -26,6 +28,7 @@ from .structs import (
     decode_long_struct,
     encode_failure,
     encode_long_struct,
+    register_structs,
 )
 from .table import (
     EMPTY_ARRAY,
@@ -38,6 +41,7 @@ from .table import (
     decode_table,
     encode_array,
     encode_table,
+    register_table_types,
 )
 from .values import (
     EMPTY_CONTENT,
@@ -97,4 +101,6 @@ __all__ = [
     "encode_table",
     "encode_uuid",
     "encode_failure",
+    "register_structs",
+    "register_table_types",
 ]

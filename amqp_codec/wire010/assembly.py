@@ -15,10 +15,10 @@ not 99-0 frames are ignored, so both assemblers can be fed every frame of a stre
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TypeVar
 
-from amqp_codec._content import ContentTracker
+from amqp_codec._content import DEFAULT_MAX_BODY_SIZE, ContentTracker, PendingContent
 from amqp_codec.base import Method
 from amqp_codec.errors import LimitExceededError
 
@@ -33,8 +33,6 @@ from .structs import PackedStruct
 
 __all__ = ["DEFAULT_MAX_BODY_SIZE", "DraftMessage", "DraftMessageAssembler"]
 
-#: The same default as :data:`amqp_codec.decoder.DEFAULT_MAX_BODY_SIZE`.
-DEFAULT_MAX_BODY_SIZE = 512 * 1024 * 1024
 _FRAMESET_END = LAST_SEGMENT | LAST_FRAME
 
 S = TypeVar("S", bound=PackedStruct)
@@ -65,11 +63,9 @@ class DraftMessage:
 
 
 @dataclass(slots=True)
-class _Pending:
-    method: Method
-    structs: tuple[PackedStruct, ...] | None = None
-    received: int = 0
-    chunks: list[bytes] = field(default_factory=list)
+class _Pending(PendingContent):
+    # limit: max_body_size (99-0 announces no body size).
+    structs: tuple[PackedStruct, ...] = ()
 
 
 class DraftMessageAssembler(ContentTracker[_Pending]):
@@ -77,11 +73,8 @@ class DraftMessageAssembler(ContentTracker[_Pending]):
     completes. Arguments and error handling as for :class:`~amqp_codec.MessageAssembler`."""
 
     UNIT = "frameset"
-
-    def __init__(
-        self, *, max_body_size: int = DEFAULT_MAX_BODY_SIZE, mid_stream: bool = False
-    ) -> None:
-        super().__init__(max_body_size=max_body_size, mid_stream=mid_stream)
+    NO_METHOD = "header segment without a content command before it"
+    NO_HEADER = "body frame without a header segment before it"
 
     def feed(self, frame: object) -> DraftMessage | None:
         """Take one frame; return the message it completes, if any.
@@ -94,58 +87,47 @@ class DraftMessageAssembler(ContentTracker[_Pending]):
             return self._method(frame)
         if type(frame) is DraftHeaderFrame:
             channel = frame.channel
-            pending = self._pending.get(channel)
-            if pending is None or pending.structs is not None:
-                if pending is None and not self._checked(channel):
-                    return None
-                self._pending.pop(channel, None)
-                raise self._unexpected(
-                    "header segment without a content command before it", channel
-                )
+            pending = self._awaiting(channel, header=True)
+            if pending is None:
+                return None
             pending.structs = frame.structs
+            pending.has_header = True
             return self._complete(channel, pending, frame.flags)
         if type(frame) is DraftBodyFrame:
             channel = frame.channel
-            pending = self._pending.get(channel)
-            if pending is None or pending.structs is None:
-                if pending is None and not self._checked(channel):
-                    return None
-                self._pending.pop(channel, None)
-                raise self._unexpected("body frame without a header segment before it", channel)
-            pending.received += len(frame.payload)
-            if pending.received > self.max_body_size:
-                del self._pending[channel]
-                raise LimitExceededError(
-                    f"content body of more than {self.max_body_size} bytes (max_body_size)",
-                    reply_code=406,
-                    channel=channel,
-                    class_id=pending.method.CLASS_ID,
-                    method_id=pending.method.METHOD_ID,
-                )
-            pending.chunks.append(frame.payload)
+            pending = self._awaiting(channel, header=False)
+            if pending is None:
+                return None
+            self._add_body(channel, pending, frame.payload)
             return self._complete(channel, pending, frame.flags)
         return None
 
     def _method(self, frame: DraftMethodFrame) -> DraftMessage | None:
         channel, method = frame.channel, frame.method
-        pending = _Pending(method) if method.HAS_CONTENT else None
+        pending = _Pending(method, self.max_body_size) if method.HAS_CONTENT else None
         interrupted = self._method_seen(channel, method, pending)
         message = None
         if pending is not None and frame.flags & _FRAMESET_END == _FRAMESET_END:
-            pending.structs = ()  # a frameset of one segment: no header, no body
+            pending.has_header = True  # a frameset of one segment: no header, no body
             message = self._complete(channel, pending, frame.flags)
         if interrupted is not None:
             raise self._interrupted(channel, method, interrupted)
         return message
 
     def _complete(self, channel: int, pending: _Pending, flags: int) -> DraftMessage | None:
-        if flags & _FRAMESET_END != _FRAMESET_END or pending.structs is None:
+        if flags & _FRAMESET_END != _FRAMESET_END or not pending.has_header:
             return None
-        del self._pending[channel]
-        body = pending.chunks[0] if len(pending.chunks) == 1 else b"".join(pending.chunks)
+        body = self._finish(channel, pending)
         return DraftMessage(channel, pending.method, pending.structs, body)
 
+    def _overflow(self, channel: int, pending: _Pending) -> LimitExceededError:
+        return self._too_large(
+            f"content body of more than {self.max_body_size} bytes (max_body_size)",
+            channel,
+            pending.method,
+        )
+
     def _progress(self, pending: _Pending) -> str:
-        if pending.structs is None:
+        if not pending.has_header:
             return "no header segment yet"
         return f"{pending.received} body bytes so far"

@@ -43,7 +43,9 @@ __all__ = [
     "decode_frame",
     "encode_draft_frame",
     "encode_draft_message",
+    "frame_header",
     "frame_size",
+    "segment_error",
     "start_version",
 ]
 
@@ -237,7 +239,7 @@ def encode_draft_message(
 # --------------------------------------------------------------------------------------------
 
 
-def frame_size(buf: bytes, pos: int) -> int:
+def frame_size(buf: bytes | bytearray, pos: int) -> int:
     """Check the 12-byte header at ``buf[pos:]``; return the frame's size field (header and
     payload, without the 0xCE octet). Error offsets are positions in ``buf``."""
     flags, _type, size, reserved, track, channel, reserved2 = _unpack_header(buf, pos)
@@ -250,6 +252,49 @@ def frame_size(buf: bytes, pos: int) -> int:
     return int(size)
 
 
+def frame_header(buf: bytes | bytearray, pos: int) -> tuple[int, int, int, int]:
+    """The flags, type, channel and size (header included) of the 12-byte header at
+    ``buf[pos:]``, unchecked."""
+    flags, frame_type, size, _r, _track, channel, _r2 = _unpack_header(buf, pos)
+    return flags, frame_type, channel, size
+
+
+def segment_error(
+    flags: int, frame_type: int, channel: int, size: int, pos: int
+) -> AMQPDecodeError | None:
+    """What is wrong with a frame whose header (at ``pos``, checked by :func:`frame_size`) says
+    these, before its payload is read, or None: an unknown type, a content frame on channel 0,
+    a heartbeat with a payload, a method or header segment split over frames, a method
+    segment with no class and method index.
+
+    :func:`decode_frame` raises it; the dissector's resync believes a candidate frame start
+    only where it is None (:mod:`amqp_codec.inspect.resync`).
+    """
+    if frame_type == FRAME_BODY:
+        if channel == 0:
+            return UnexpectedFrameError("body frame on channel 0", offset=pos, channel=0)
+        return None
+    if frame_type == FRAME_HEARTBEAT:
+        if size != HEADER_SIZE:
+            return FrameError("heartbeat frame with a payload", offset=pos, channel=channel)
+        return None
+    if frame_type not in (FRAME_METHOD, FRAME_HEADER):
+        return FrameError(f"unknown frame type {frame_type}", offset=pos, channel=channel)
+    if flags & WHOLE_SEGMENT != WHOLE_SEGMENT:
+        return FrameError(
+            "a method or header segment split over frames (never sent by Qpid C++ or Python)",
+            offset=pos,
+            channel=channel,
+        )
+    if frame_type == FRAME_HEADER and channel == 0:
+        return UnexpectedFrameError("header frame on channel 0", offset=pos, channel=0)
+    if frame_type == FRAME_METHOD and size < HEADER_SIZE + 2:
+        return FrameSyntaxError(
+            "method segment has no class and method index", offset=pos + HEADER_SIZE
+        )
+    return None
+
+
 def decode_frame(spec: ProtocolSpec, buf: bytes, pos: int, depth: int) -> DraftFrame:
     """Decode the whole frame at ``buf[pos:]`` (header checked by :func:`frame_size`, and the
     frame-end octet present in ``buf``). Error offsets are positions in ``buf``."""
@@ -259,25 +304,14 @@ def decode_frame(spec: ProtocolSpec, buf: bytes, pos: int, depth: int) -> DraftF
         raise FrameError(
             f"frame-end octet is 0x{buf[end]:02x}, not 0xce", offset=end, channel=channel
         )
+    error = segment_error(flags, frame_type, channel, size, pos)
+    if error is not None:
+        raise error
     start = pos + HEADER_SIZE
     if frame_type == FRAME_BODY:
-        if channel == 0:
-            raise UnexpectedFrameError("body frame on channel 0", offset=pos, channel=0)
         return DraftBodyFrame(channel, buf[start:end], flags, track)
     if frame_type == FRAME_HEARTBEAT:
-        if size != HEADER_SIZE:
-            raise FrameError("heartbeat frame with a payload", offset=pos, channel=channel)
         return DraftHeartbeatFrame(channel, flags, track)
-    if frame_type not in (FRAME_METHOD, FRAME_HEADER):
-        raise FrameError(f"unknown frame type {frame_type}", offset=pos, channel=channel)
-    if flags & WHOLE_SEGMENT != WHOLE_SEGMENT:
-        raise FrameError(
-            "a method or header segment split over frames (never sent by Qpid C++ or Python)",
-            offset=pos,
-            channel=channel,
-        )
-    if frame_type == FRAME_HEADER and channel == 0:
-        raise UnexpectedFrameError("header frame on channel 0", offset=pos, channel=0)
     # The generated decoders read some fields (short strings, fixed runs) before checking them
     # against ``end``: decoded in a copy of the segment alone (at most 64 KiB, so still one
     # copy per byte), they can never see the next frame's bytes, and an error is the same

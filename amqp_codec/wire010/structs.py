@@ -19,14 +19,14 @@ keeping them, so that every decoded struct re-encodes to the bytes it came from.
 
 from __future__ import annotations
 
-import functools
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar, Self
 
 from amqp_codec.base import FieldSpec
 from amqp_codec.encoding import check_value
 from amqp_codec.errors import AMQPEncodeError, FrameSyntaxError
+from amqp_codec.protocol import spec_named
 
 from .table import encode_array, encode_table
 from .values import encode_content, encode_rfc1982_long_set, encode_uuid
@@ -37,6 +37,7 @@ __all__ = [
     "decode_long_struct",
     "encode_long_struct",
     "encode_failure",
+    "register_structs",
 ]
 
 _unpack_IH = struct.Struct(">IH").unpack_from
@@ -143,19 +144,35 @@ class PackedStruct:
         return value, stop
 
 
-@functools.cache
+# The draft's struct classes, by long-struct type code, and the codes a header segment may
+# carry. The generated package hands them over when it is imported (register_structs): the
+# runtime never imports generated code.
+_LONG_STRUCTS: dict[int, type[PackedStruct]] = {}
+_HEADER_STRUCTS: set[int] = set()
+
+
+def register_structs(
+    long_structs: Mapping[int, type[PackedStruct]], header_structs: Iterable[int]
+) -> None:
+    """Hand the wire format the structs it reads by type code: the long-structs, and the codes
+    a header segment may carry. Called by the generated package
+    (:mod:`amqp_codec.v0_10_draft`) when it is imported."""
+    _LONG_STRUCTS.update(long_structs)
+    _HEADER_STRUCTS.update(header_structs)
+
+
 def _long_structs() -> dict[int, type[PackedStruct]]:
-    # Imported on first use: the generated package imports this module.
-    from amqp_codec.v0_10_draft.structs import LONG_STRUCTS
+    if not _LONG_STRUCTS:
+        # Used before the generated package was imported: load it by name, as the frame
+        # decoder finds every version (amqp_codec.protocol); importing it hands the structs over.
+        spec_named("99-0")
+    return _LONG_STRUCTS
 
-    return LONG_STRUCTS
 
-
-@functools.cache
-def _header_structs() -> frozenset[int]:
-    from amqp_codec.v0_10_draft.structs import HEADER_STRUCTS
-
-    return HEADER_STRUCTS
+def _header_structs() -> set[int]:
+    if not _HEADER_STRUCTS:
+        spec_named("99-0")
+    return _HEADER_STRUCTS
 
 
 def encode_long_struct(value: PackedStruct | None, field: str = "") -> bytes:

@@ -2,7 +2,8 @@
 
 Every value on the wire is a one-octet type code followed by the value. The codes, their
 widths and their meanings are the spec's ``field-table-*`` constants (generated into
-``amqp_codec.v0_10_draft.constants.FIELD_TABLE_TYPES``); a code the spec does not name is
+``amqp_codec.v0_10_draft.constants.FIELD_TABLE_TYPES`` and handed over by
+:func:`register_table_types`); a code the spec does not name is
 still sized by the rule behind the constants (its upper nibble) and kept as raw bytes.
 
 ========================  ===================================  =========================
@@ -40,6 +41,7 @@ from decimal import Decimal
 from typing import Any
 
 from amqp_codec.errors import AMQPEncodeError, FrameSyntaxError, LimitExceededError
+from amqp_codec.protocol import spec_named
 from amqp_codec.table import DEFAULT_MAX_TABLE_DEPTH, Timestamp
 
 __all__ = [
@@ -54,6 +56,7 @@ __all__ = [
     "decode_table",
     "encode_array",
     "encode_table",
+    "register_table_types",
     "type_code_for",
     "type_info",
 ]
@@ -113,15 +116,28 @@ class TypeInfo:
     datatype: str
 
 
-@functools.cache
-def _spec_types() -> dict[int, TypeInfo]:
-    # Imported on first use: the generated package imports this module.
-    from amqp_codec.v0_10_draft.constants import FIELD_TABLE_TYPES
+# The spec's field-table-* constants by type code; the generated package hands them over when it
+# is imported (register_table_types): the runtime never imports generated code.
+_SPEC_TYPES: dict[int, TypeInfo] = {}
 
-    return {
-        code: TypeInfo(code, name, width, lfwidth, datatype)
-        for code, (name, width, lfwidth, datatype) in FIELD_TABLE_TYPES.items()
-    }
+
+def register_table_types(types: Mapping[int, tuple[str, int, int, str]]) -> None:
+    """Hand the wire format the spec's type codes: ``code -> (name, width, length-prefix width,
+    datatype)``. Called by the generated package (:mod:`amqp_codec.v0_10_draft`) when it is
+    imported."""
+    _SPEC_TYPES.update(
+        (code, TypeInfo(code, name, width, lfwidth, datatype))
+        for code, (name, width, lfwidth, datatype) in types.items()
+    )
+    type_info.cache_clear()
+
+
+def _spec_types() -> dict[int, TypeInfo]:
+    if not _SPEC_TYPES:
+        # Used before the generated package was imported: load it by name, as the frame
+        # decoder finds every version (amqp_codec.protocol); importing it hands the codes over.
+        spec_named("99-0")
+    return _SPEC_TYPES
 
 
 @functools.cache
