@@ -62,11 +62,11 @@ def _batch(columns: Columns, schema: pa.Schema, rows: Sequence[tuple[Any, ...]])
     import pyarrow as pa
 
     arrays = []
-    for i, column in enumerate(columns):
-        values: list[Any] = [row[i] for row in rows]
+    # One transposition in C rather than a Python loop over the rows per column.
+    for column, values in zip(columns, zip(*rows, strict=True), strict=True):
         if not isinstance(column.type, str):  # a struct column travels as a tuple
             names = [sub.name for sub in column.type]
-            values = [None if v is None else dict(zip(names, v, strict=True)) for v in values]
+            values = tuple(None if v is None else dict(zip(names, v, strict=True)) for v in values)
         arrays.append(pa.array(values, type=schema.field(column.name).type))
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 

@@ -405,6 +405,7 @@ class DirectionDissector:
         self.starts: list[int] = []  # stream offsets where pieces start
         self.stamps: list[float] = []  # their timestamps
         self.captures: list[str] = []  # and capture files
+        self._last_piece = 0  # index in starts of the piece _where found last
         self.content: dict[int, tuple[int, float]] = {}  # channel -> content method offset, ts
         self.first = region.index == 0
         self.last_frame: list[Any] | None = None
@@ -593,9 +594,20 @@ class DirectionDissector:
 
     def _where(self, offset: int | None) -> tuple[float | None, str | None]:
         """Timestamp and capture file of the piece holding stream byte ``offset``."""
-        if not self.starts:
+        starts = self.starts
+        if not starts:
             return None, None
-        i = 0 if offset is None else max(bisect.bisect_right(self.starts, offset) - 1, 0)
+        if offset is None:
+            i = 0
+        else:
+            # Frames come in stream order: the piece of the last one is the first guess.
+            i = self._last_piece
+            if not (
+                i < len(starts)
+                and starts[i] <= offset
+                and (i + 1 == len(starts) or offset < starts[i + 1])
+            ):
+                i = self._last_piece = max(bisect.bisect_right(starts, offset) - 1, 0)
         return self.stamps[i], self.captures[i] or None
 
     def _ts(self, offset: int) -> float | None:
