@@ -370,7 +370,6 @@ SYNC_CHAIN = 4
 FOLLOW_LIMIT = 64 * 2**20
 # Contiguous stream bytes fed to the dissector at once.
 _BATCH_BYTES = 64 * 1024
-_HEARTBEAT_OR_HEADER = (ProtocolHeader, HeartbeatFrame, DraftHeartbeatFrame)
 _CONTENT_FRAMES = (ContentHeaderFrame, ContentBodyFrame, DraftHeaderFrame, DraftBodyFrame)
 _DRAFT_FRAMES = frozenset({DraftMethodFrame, DraftHeaderFrame, DraftBodyFrame, DraftHeartbeatFrame})
 
@@ -408,6 +407,7 @@ class DirectionDissector:
         self._last_piece = 0  # index in starts of the piece _where found last
         self.content: dict[int, tuple[int, float]] = {}  # channel -> content method offset, ts
         self.first = region.index == 0
+        self.later = region.index > 0
         self.last_frame: list[Any] | None = None
         self.last_deferred = False
         self.json_cache: dict[Method, str] = {}
@@ -656,6 +656,14 @@ class DirectionDissector:
     def _events(self, events: Iterable[Any]) -> None:
         end = self.region.end
         for event in events:
+            if (
+                type(event) is FrameEvent
+                and self.mode == _MAIN
+                and (end is None or event.offset < end)
+            ):  # the usual event, handled as _main_event would
+                self._flush()
+                self._frame(event)
+                continue
             if self.mode == _MAIN and end is not None:
                 # The region's frames end at the first frame boundary at or after its end.
                 if isinstance(event, FrameEvent) and event.offset >= end:
@@ -776,74 +784,86 @@ class DirectionDissector:
     # -- rows -------------------------------------------------------------------------------
 
     def _flush(self) -> None:
-        if self.last_frame is not None:
-            if self.last_deferred:
-                self.edge.deferred.append((self.last_frame[4], self.last_frame[5], self.last_frame))
-                if self.rule_text is not None:
-                    self.edge.rule_texts[self.last_frame[4]] = self.rule_text
-            else:
-                self.rows.append(("frames", tuple(self.last_frame)))
-            self.last_frame = None
+        last = self.last_frame
+        if last is None:
+            return
+        if self.last_deferred:
+            self.edge.deferred.append((last[4], last[5], last))
+            if self.rule_text is not None:
+                self.edge.rule_texts[last[4]] = self.rule_text
             self.last_deferred = False
+        else:
+            self.rows.append(("frames", tuple(last)))
+        self.last_frame = None
 
     def _frame(self, event: FrameEvent) -> None:
         frame = event.frame
-        ts, capture = self._where(event.offset)
+        offset = event.offset
+        size = event.end - offset
+        ts, capture = self._where(offset)
         self.facts.frames += 1
-        kind = _FRAME_TYPES[type(frame)]
-        method = frame.method if kind == "method" else None  # type: ignore[union-attr]
-        if kind == "body" or kind == "heartbeat":
-            fields = None
-        elif method is not None:
+        frame_class = type(frame)
+        kind = _FRAME_TYPES[frame_class]
+        method: Method | None = None
+        fields: str | None = None
+        if kind == "method":
+            method = frame.method  # type: ignore[union-attr]
             fields = self._method_json(method)
-        else:
+        elif kind != "body" and kind != "heartbeat":
             fields = _dumps(frame_fields(frame))
-        channel = None if isinstance(frame, ProtocolHeader) else frame.channel
+        protocol_header = kind == PROTOCOL_HEADER_NAME
+        channel = None if protocol_header else frame.channel  # type: ignore[union-attr]
         if self.first:
             self.first = False
-            starts = isinstance(frame, ProtocolHeader) or (
-                method is not None and method.NAME == "connection.start"
-            )
-            if not starts:
+            if not (protocol_header or (method is not None and method.NAME == "connection.start")):
                 self._forget()  # content sequences can only be checked from the start
         self.last_frame = [
             capture,
             self.connection,
             self.direction,
             ts,
-            event.offset,
+            offset,
             channel,
             kind,
             None if method is None else method.NAME,
             fields,
-            event.end - event.offset,
+            size,
             None,
         ]
         # In a later region, a channel's content frames before its first method frame here
         # (and that method frame) depend on the state the earlier regions left it in.
         self.last_deferred = (
-            self.region.index > 0
+            self.later
             and not self.edge.forgot
             and channel is not None
             and channel not in self.edge.known
-            and not isinstance(frame, _HEARTBEAT_OR_HEADER)
+            and kind != "heartbeat"
+            and not protocol_header
         )
         self.rule_text = None
-        if not isinstance(frame, ProtocolHeader):
+        if not protocol_header:
             spec = self.dissector.spec
-            for finding in self.rules.frame(
-                event.end - event.offset,
-                channel,
-                method,
-                ts,
-                checked=spec is not None and spec.wire_format == "0-9",
-            ):
-                self._finding(finding, event.offset, ts, capture)
+            findings = self.rules.frame(
+                size, channel, method, ts, checked=spec is not None and spec.wire_format == "0-9"
+            )
+            for finding in findings:
+                self._finding(finding, offset, ts, capture)
         if method is not None:
-            self.edge.known.add(frame.channel)  # type: ignore[union-attr]
+            self.edge.known.add(channel)  # type: ignore[arg-type]
             if method.CLASS_ID == 10 and ts is not None:
-                self.facts.methods.setdefault(method.NAME, (event.offset, ts, method))
-        self._assemble(frame, event.offset, ts)
+                self.facts.methods.setdefault(method.NAME, (offset, ts, method))
+            if method.HAS_CONTENT:
+                self.content[channel] = (offset, ts or 0.0)  # type: ignore[index]
+        if protocol_header:
+            return  # no assembler takes it
+        # Each assembler ignores the other version's frames: only the frame's own is asked.
+        assembler = self.draft_assembler if frame_class in _DRAFT_FRAMES else self.assembler
+        try:
+            message = assembler.feed(frame)
+        except AMQPDecodeError:
+            return  # the dissector reports the same broken sequence as a problem
+        if message is not None:
+            self._message(message)
 
     def _finding(
         self, finding: Finding, offset: int, ts: float | None, capture: str | None
@@ -874,18 +894,6 @@ class DirectionDissector:
                 self.json_cache.clear()
             cached = self.json_cache[method] = _dumps(method_fields(method))
         return cached
-
-    def _assemble(self, frame: Frame, offset: int, ts: float | None) -> None:
-        if isinstance(frame, (MethodFrame, DraftMethodFrame)) and frame.method.HAS_CONTENT:
-            self.content[frame.channel] = (offset, ts or 0.0)
-        # Each assembler ignores the other version's frames: only the frame's own is asked.
-        assembler = self.draft_assembler if type(frame) in _DRAFT_FRAMES else self.assembler
-        try:
-            message = assembler.feed(frame)
-        except AMQPDecodeError:
-            return  # the dissector reports the same broken sequence as a problem
-        if message is not None:
-            self._message(message)
 
     def _message(self, message: Message | DraftMessage) -> None:
         offset, ts = self.content.pop(message.channel, (None, None))

@@ -101,6 +101,24 @@ _DRAFT_TYPES: dict[type, str] = {
     DraftBodyFrame: "body",
     DraftHeartbeatFrame: "heartbeat",
 }
+#: The ``by_type`` name of each frame class (subclasses are looked up by ``isinstance``).
+_TYPE_NAMES: dict[type, str] = {
+    ProtocolHeader: PROTOCOL_HEADER_NAME,
+    MethodFrame: "method",
+    ContentHeaderFrame: "header",
+    ContentBodyFrame: "body",
+    HeartbeatFrame: "heartbeat",
+    **_DRAFT_TYPES,
+}
+_METHOD_TYPES = frozenset({MethodFrame, DraftMethodFrame})
+
+
+def _type_name(frame: Frame) -> str:
+    """The ``by_type`` name of a frame whose class is a subclass of a frame class."""
+    for base, name in _TYPE_NAMES.items():
+        if isinstance(frame, base):
+            return name
+    raise TypeError(f"not a frame: {frame!r}")
 
 
 # ------------------------------------------------------------------------------------------
@@ -497,7 +515,8 @@ class StreamDissector:
                         return True
                 self._trim(base + decoder.offset)
                 return False
-            self._note_spec(decoder)
+            if not self._spec_reported:
+                self._note_spec(decoder)
             self._frame(frame, start, base + decoder.offset)
 
     def _feed_resumed(self) -> AMQPDecodeError | Literal["fed", "wait", "skipped"]:
@@ -589,45 +608,34 @@ class StreamDissector:
         self._events.append(SpecEvent(decoder.spec, decoder.detected_by))
 
     def _frame(self, frame: Frame, start: int, end: int) -> None:
-        spec = self._spec or DEFAULT_SPEC
         stats = self.stats
+        kind = type(frame)
         if stats.frames == 0 and not stats.problems and not self._resumed:
             # Content sequence can only be checked from the start of a connection.
-            starts = isinstance(frame, ProtocolHeader) or (
-                isinstance(frame, (MethodFrame, DraftMethodFrame))
-                and frame.method.NAME == "connection.start"
+            starts = kind is ProtocolHeader or (
+                kind in _METHOD_TYPES and frame.method.NAME == "connection.start"  # type: ignore[union-attr]
             )
             if not starts:
                 self._forget()
         stats.frames += 1
-        if isinstance(frame, ProtocolHeader):
-            stats.by_type[PROTOCOL_HEADER_NAME] += 1
-        elif type(frame) in _DRAFT_TYPES:
-            stats.by_type[_DRAFT_TYPES[type(frame)]] += 1
-            if isinstance(frame, DraftMethodFrame):
-                stats.methods[frame.method.NAME] += 1
-                if frame.method.NAME in ("connection.tune", "connection.tune-ok"):
-                    self._tuned_frame_max = int(getattr(frame.method, "frame_max", 0) or 0)
-        elif isinstance(frame, MethodFrame):
-            stats.by_type["method"] += 1
-            stats.methods[frame.method.NAME] += 1
-            if frame.method.NAME in ("connection.tune", "connection.tune-ok"):
-                self._tuned_frame_max = int(getattr(frame.method, "frame_max", 0) or 0)
-        elif isinstance(frame, ContentHeaderFrame):
-            stats.by_type["header"] += 1
-        elif isinstance(frame, ContentBodyFrame):
-            stats.by_type["body"] += 1
-        elif isinstance(frame, HeartbeatFrame):
-            stats.by_type["heartbeat"] += 1
+        stats.by_type[_TYPE_NAMES.get(kind) or _type_name(frame)] += 1
+        if kind in _METHOD_TYPES or isinstance(frame, (MethodFrame, DraftMethodFrame)):
+            method = frame.method  # type: ignore[union-attr]
+            stats.methods[method.NAME] += 1
+            if method.NAME in ("connection.tune", "connection.tune-ok"):
+                self._tuned_frame_max = int(getattr(method, "frame_max", 0) or 0)
         self._events.append(FrameEvent(start, end, frame))
+        if kind is ProtocolHeader:
+            return
         try:
             # Whole messages are not needed, only the checks; each ignores the other's frames,
             # so only the frame's own is asked.
-            if type(frame) in _DRAFT_TYPES:
+            if kind in _DRAFT_TYPES:
                 self._draft_assembler.feed(frame)
             else:
                 self._assembler.feed(frame)
         except AMQPDecodeError as error:
+            spec = self._spec or DEFAULT_SPEC
             self._problem(_problem_from_error(error, spec, start, 0, source=_SEQUENCE))
 
     def _decode_failed(self, exc: AMQPDecodeError, start: int, base: int) -> bool:
