@@ -131,8 +131,8 @@ def connection_name(key: ConnectionKey) -> str:
 
 def text(value: str | None) -> str | None:
     """A decoded short string as Spark can store it: undecodable bytes as ``\\xNN``."""
-    if value is None:
-        return None
+    if value is None or value.isascii():  # ASCII: nothing to escape, known without a scan
+        return value
     return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
@@ -1105,18 +1105,35 @@ def message_properties(props: Properties) -> tuple[Any, ...]:
     Properties are matched by name, so any protocol version's basic properties fit; one the
     table has no column for is left out.
     """
-    values: dict[str, Any] = {}
-    for spec in type(props).FIELDS:
-        value = getattr(props, spec.attr)
+    out: list[Any] = [None] * len(_PROPERTY_COLUMNS)
+    for attr, index, table in _property_plan(type(props)):
+        value = getattr(props, attr)
         if value is None:
             continue
-        if spec.wire_type == "table":
-            values[spec.attr] = _dumps(json_value(value))
+        if table:
+            out[index] = _dumps(json_value(value))
         elif isinstance(value, str):
-            values[spec.attr] = text(value)
+            out[index] = text(value)
         elif isinstance(value, int):
-            values[spec.attr] = int(value)
-    return tuple(values.get(name) for name in _PROPERTY_COLUMNS)
+            out[index] = int(value)
+    return tuple(out)
+
+
+#: Per properties class: (attribute, column index, is a field table) of each property the
+#: table has a column for, worked out once.
+_PROPERTY_PLANS: dict[type, list[tuple[str, int, bool]]] = {}
+
+
+def _property_plan(cls: type[Properties]) -> list[tuple[str, int, bool]]:
+    plan = _PROPERTY_PLANS.get(cls)
+    if plan is None:
+        columns = list(_PROPERTY_COLUMNS)
+        plan = _PROPERTY_PLANS[cls] = [
+            (spec.attr, columns.index(spec.attr), spec.wire_type == "table")
+            for spec in cls.FIELDS
+            if spec.attr in columns
+        ]
+    return plan
 
 
 # ------------------------------------------------------------------------------------------

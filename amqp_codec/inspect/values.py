@@ -38,6 +38,8 @@ __all__ = [
 
 
 def is_utf8(text: str) -> bool:
+    if text.isascii():  # known without a scan: the usual case
+        return True
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
