@@ -2,8 +2,8 @@
 
 A :class:`DirectionDissector` dissects a direction's bytes (pieces and gaps, in stream order)
 with a :class:`~amqp_codec.inspect.dissector.StreamDissector` (gaps become problems and decoding
-resumes after them), assembles messages with a :class:`~amqp_codec.MessageAssembler`, and
-builds ``frames``, ``messages`` and ``problems`` rows. Given a :class:`Region`, it does that
+resumes after them; its :class:`~amqp_codec.MessageAssembler` hands over each message a frame
+completes), and builds ``frames``, ``messages`` and ``problems`` rows. Given a :class:`Region`, it does that
 for one part of a long stream, as the job's parallel tasks do (see
 :mod:`amqp_codec.analyze.plan`): it starts at the first frame it finds, reads past its end
 only to finish what it started, and reports in an :class:`Edge` what the driver needs to
@@ -13,7 +13,7 @@ check it against its neighbours and to resolve the rows that depend on them.
 reassembles each direction (:func:`amqp_codec.capture.tcp.reassemble`), decides whether the
 connection speaks AMQP, dissects both directions whole, and joins what they said into one
 ``connections`` row. It is the reference the job must equal. 0-8 and 99-0 connections give
-the same rows: 99-0 framesets are assembled with a
+the same rows: 99-0 framesets are assembled by the dissector's
 :class:`~amqp_codec.wire010.DraftMessageAssembler`, a message.transfer's header structs fill
 the message's properties, and method ids (the cause a connection.close names) are looked up
 in the connection's own version.
@@ -35,7 +35,7 @@ from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..assembly import Message, MessageAssembler
+from ..assembly import Message
 from ..base import Method, Properties
 from ..capture.packets import TH_SYN, CaptureProblem, Segment
 from ..capture.tcp import (
@@ -72,7 +72,7 @@ from ..inspect.resync import decodes_alone, framing, plausible_frame_end
 from ..inspect.values import draft_flag_names, json_properties, json_struct, json_value
 from ..protocol import ProtocolSpec, default_spec
 from ..table import decode_table
-from ..wire010.assembly import DraftMessage, DraftMessageAssembler
+from ..wire010.assembly import DraftMessage
 from ..wire010.frames import (
     DraftBodyFrame,
     DraftHeaderFrame,
@@ -371,7 +371,6 @@ FOLLOW_LIMIT = 64 * 2**20
 # Contiguous stream bytes fed to the dissector at once.
 _BATCH_BYTES = 64 * 1024
 _CONTENT_FRAMES = (ContentHeaderFrame, ContentBodyFrame, DraftHeaderFrame, DraftBodyFrame)
-_DRAFT_FRAMES = frozenset({DraftMethodFrame, DraftHeaderFrame, DraftBodyFrame, DraftHeartbeatFrame})
 
 
 class DirectionDissector:
@@ -399,8 +398,9 @@ class DirectionDissector:
         self.rule_text: str | None = None  # the peer rules' text for the last frame
         name = f"{connection} {direction}"
         self.dissector = StreamDissector(name=name)
-        self.assembler = MessageAssembler()
-        self.draft_assembler = DraftMessageAssembler()  # 99-0 framesets
+        # Channels with a message in progress, as the dissector's assembler says after each
+        # frame (it assembles the messages: FrameEvent.message).
+        self.in_progress: set[int] = set()
         self.starts: list[int] = []  # stream offsets where pieces start
         self.stamps: list[float] = []  # their timestamps
         self.captures: list[str] = []  # and capture files
@@ -646,8 +646,7 @@ class DirectionDissector:
 
     def _forget(self) -> None:
         """Frames were lost: no message in progress can be completed."""
-        self.assembler.forget()
-        self.draft_assembler.forget()
+        self.in_progress.clear()
         self.content.clear()
         self.edge.forgot = True
         self.edge.known.clear()
@@ -722,7 +721,7 @@ class DirectionDissector:
         self.edge.end = offset
         self._edge_state()
         for channel in sorted(self.content):
-            if self.assembler.in_progress(channel) or self.draft_assembler.in_progress(channel):
+            if channel in self.in_progress:
                 self.following[channel] = Follow(channel, offset)
                 self.edge.follows.append(self.following[channel])
         self.mode = _FOLLOW if self.following else _DONE
@@ -738,15 +737,10 @@ class DirectionDissector:
                 self.follow_frame = None
                 return
             self.follow_frame = (event.offset, channel)
-            try:
-                message = self.assembler.feed(frame) or self.draft_assembler.feed(frame)
-            except AMQPDecodeError:
-                message = None
-            if message is not None:
-                self._message(message)
-            in_progress = self.assembler.in_progress(channel) or self.draft_assembler.in_progress(
-                channel
-            )
+            self._note_progress(channel, event.pending)
+            if event.message is not None:
+                self._message(event.message)
+            in_progress = event.pending
             if isinstance(frame, (MethodFrame, DraftMethodFrame)) or not in_progress:
                 self.following[channel].end = event.end
                 self.resolved.append(channel)
@@ -855,15 +849,16 @@ class DirectionDissector:
             if method.HAS_CONTENT:
                 self.content[channel] = (offset, ts or 0.0)  # type: ignore[index]
         if protocol_header:
-            return  # no assembler takes it
-        # Each assembler ignores the other version's frames: only the frame's own is asked.
-        assembler = self.draft_assembler if frame_class in _DRAFT_FRAMES else self.assembler
-        try:
-            message = assembler.feed(frame)
-        except AMQPDecodeError:
-            return  # the dissector reports the same broken sequence as a problem
-        if message is not None:
-            self._message(message)
+            return
+        self._note_progress(channel, event.pending)  # type: ignore[arg-type]
+        if event.message is not None:
+            self._message(event.message)
+
+    def _note_progress(self, channel: int, pending: bool) -> None:
+        if pending:
+            self.in_progress.add(channel)
+        else:
+            self.in_progress.discard(channel)
 
     def _finding(
         self, finding: Finding, offset: int, ts: float | None, capture: str | None

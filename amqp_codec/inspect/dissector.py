@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
 from .. import v0_9_1
-from ..assembly import MessageAssembler
+from ..assembly import Message, MessageAssembler
 from ..decoder import NEED_DATA, FrameDecoder, stream_ended_error
 from ..errors import AMQPDecodeError, UnsupportedProtocolError
 from ..frames import (
@@ -59,7 +59,7 @@ from ..frames import (
 )
 from ..protocol import ProtocolSpec
 from ..wire010 import frames as wire010
-from ..wire010.assembly import DraftMessageAssembler
+from ..wire010.assembly import DraftMessage, DraftMessageAssembler
 from ..wire010.frames import DraftBodyFrame, DraftHeaderFrame, DraftHeartbeatFrame, DraftMethodFrame
 from .resync import NINE, RESYNC_MAX_PAYLOAD, Framing, decodes_alone, framing, plausible_frame_end
 
@@ -164,11 +164,18 @@ class SpecEvent:
 
 @dataclass(frozen=True, slots=True)
 class FrameEvent:
-    """A decoded frame occupying stream bytes ``offset`` to ``end - 1``."""
+    """A decoded frame occupying stream bytes ``offset`` to ``end - 1``.
+
+    ``message``: the message this frame completed, if any (its content checked in sequence);
+    ``pending``: whether the frame's channel has a message in progress after it. Neither
+    takes part in comparisons: they follow from the frames before.
+    """
 
     offset: int
     end: int
     frame: Frame
+    message: Message | DraftMessage | None = field(default=None, compare=False)
+    pending: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -624,19 +631,25 @@ class StreamDissector:
             stats.methods[method.NAME] += 1
             if method.NAME in ("connection.tune", "connection.tune-ok"):
                 self._tuned_frame_max = int(getattr(method, "frame_max", 0) or 0)
-        self._events.append(FrameEvent(start, end, frame))
         if kind is ProtocolHeader:
+            self._events.append(FrameEvent(start, end, frame))
             return
+        # Each assembler ignores the other's frames, so only the frame's own is asked.
+        message: Message | DraftMessage | None = None
+        problem: Problem | None = None
         try:
-            # Whole messages are not needed, only the checks; each ignores the other's frames,
-            # so only the frame's own is asked.
             if kind in _DRAFT_TYPES:
-                self._draft_assembler.feed(frame)
+                message = self._draft_assembler.feed(frame)
             else:
-                self._assembler.feed(frame)
+                message = self._assembler.feed(frame)
         except AMQPDecodeError as error:
             spec = self._spec or DEFAULT_SPEC
-            self._problem(_problem_from_error(error, spec, start, 0, source=_SEQUENCE))
+            problem = _problem_from_error(error, spec, start, 0, source=_SEQUENCE)
+        channel = frame.channel  # type: ignore[union-attr]
+        pending = self._assembler.in_progress(channel) or self._draft_assembler.in_progress(channel)
+        self._events.append(FrameEvent(start, end, frame, message, pending))
+        if problem is not None:
+            self._problem(problem)
 
     def _decode_failed(self, exc: AMQPDecodeError, start: int, base: int) -> bool:
         spec = self._decoder.spec
