@@ -69,7 +69,7 @@ from ..inspect.dissector import (
     StreamDissector,
 )
 from ..inspect.resync import decodes_alone, framing, plausible_frame_end
-from ..inspect.values import draft_flag_names, json_properties, json_struct, json_value
+from ..inspect.values import draft_flag_names, json_struct, json_value
 from ..protocol import ProtocolSpec, default_spec
 from ..table import decode_table
 from ..wire010.assembly import DraftMessage
@@ -184,12 +184,13 @@ def frame_fields(frame: Frame) -> dict[str, Any] | None:
             "structs": [json_struct(s) for s in frame.structs],
         }
     if isinstance(frame, ContentHeaderFrame):
+        flags, present = _present_properties(frame.properties)
         return {
             "class_id": frame.class_id,
             "body_size": frame.body_size,
             "weight": frame.weight,
-            "property_flags": frame.properties.flags,
-            "properties": json_properties(frame.properties),
+            "property_flags": flags,
+            "properties": present,
         }
     if isinstance(frame, ProtocolHeader):
         return {
@@ -197,6 +198,20 @@ def frame_fields(frame: Frame) -> dict[str, Any] | None:
             "version": [frame.major, frame.minor, frame.revision],
         }
     return None
+
+
+def _present_properties(props: Properties) -> tuple[int, dict[str, Any]]:
+    """The property flag word and the present properties as JSON (``json_properties``), in
+    one pass over the properties."""
+    cls = type(props)
+    word = 0
+    present: dict[str, Any] = {}
+    for spec, bit in zip(cls.FIELDS, cls.FLAGS, strict=True):
+        value = getattr(props, spec.attr)
+        if value is not None:
+            word |= bit
+            present[spec.name] = json_value(value)
+    return word, present
 
 
 #: One encoder for every row: ``json.dumps`` with options builds a new one per call.
@@ -401,6 +416,8 @@ class DirectionDissector:
         # Channels with a message in progress, as the dissector's assembler says after each
         # frame (it assembles the messages: FrameEvent.message).
         self.in_progress: set[int] = set()
+        # channel -> (properties of its last content header, their headers as JSON values)
+        self.headers_json: dict[int, tuple[Properties, Any]] = {}
         self.starts: list[int] = []  # stream offsets where pieces start
         self.stamps: list[float] = []  # their timestamps
         self.captures: list[str] = []  # and capture files
@@ -648,6 +665,7 @@ class DirectionDissector:
         """Frames were lost: no message in progress can be completed."""
         self.in_progress.clear()
         self.content.clear()
+        self.headers_json.clear()
         self.edge.forgot = True
         self.edge.known.clear()
         self.rules.forget()
@@ -804,7 +822,12 @@ class DirectionDissector:
             method = frame.method  # type: ignore[union-attr]
             fields = self._method_json(method)
         elif kind != "body" and kind != "heartbeat":
-            fields = _dumps(frame_fields(frame))
+            fields_value = frame_fields(frame)
+            fields = _dumps(fields_value)
+            if frame_class is ContentHeaderFrame:
+                # The message's headers column is the same JSON: worked out once.
+                headers = fields_value["properties"].get("headers")  # type: ignore[index]
+                self.headers_json[frame.channel] = (frame.properties, headers)  # type: ignore[union-attr]
         protocol_header = kind == PROTOCOL_HEADER_NAME
         channel = None if protocol_header else frame.channel  # type: ignore[union-attr]
         if self.first:
@@ -911,7 +934,9 @@ class DirectionDissector:
             properties = draft_message_properties(message)
         else:
             header = {}
-            properties = message_properties(message.properties)
+            properties = message_properties(
+                message.properties, self.headers_json.pop(message.channel, None)
+            )
 
         def get(attr: str) -> Any:
             value = getattr(method, attr, None)
@@ -1094,11 +1119,14 @@ def draft_message_properties(message: DraftMessage) -> tuple[Any, ...]:
     return tuple(values.get(name) for name in _PROPERTY_COLUMNS)
 
 
-def message_properties(props: Properties) -> tuple[Any, ...]:
+def message_properties(
+    props: Properties, known: tuple[Properties, Any] | None = None
+) -> tuple[Any, ...]:
     """The ``properties`` struct of a message row, in :data:`~.tables.PROPERTIES` order.
 
     Properties are matched by name, so any protocol version's basic properties fit; one the
-    table has no column for is left out.
+    table has no column for is left out. ``known``: ``props`` (by identity) and its ``headers``
+    table already turned into JSON values, which are then not worked out again.
     """
     out: list[Any] = [None] * len(_PROPERTY_COLUMNS)
     for attr, index, table in _property_plan(type(props)):
@@ -1106,7 +1134,11 @@ def message_properties(props: Properties) -> tuple[Any, ...]:
         if value is None:
             continue
         if table:
-            out[index] = _dumps(json_value(value))
+            if known is not None and known[0] is props and attr == "headers":
+                ready = known[1]
+            else:
+                ready = json_value(value)
+            out[index] = _dumps(ready)
         elif isinstance(value, str):
             out[index] = text(value)
         elif isinstance(value, int):
