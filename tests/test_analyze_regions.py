@@ -30,6 +30,7 @@ from spark_support import (
 )
 
 from amqp_codec.analyze.job import write_tables
+from amqp_codec.analyze.scan import PartKeys
 from amqp_codec.analyze.streams import analyze_connection, endpoints
 from amqp_codec.analyze.tables import TABLES
 from amqp_codec.capture.packets import (
@@ -221,3 +222,36 @@ def test_a_pcapng_with_a_late_interface_block_is_read_whole(tmp_path: Path) -> N
             out.write(bytes(block))
     assert _check([str(path)], tmp_path / "out", 3000) == 0
     assert not any("interface" in row for row in _written(tmp_path / "out")["problems"])
+
+
+def _reference_part_key(syns: dict[Any, tuple[int, int]], seg: Segment) -> tuple[Any, int, bool]:
+    """A part's key as the scan defines it, worked out afresh for every segment."""
+    a, b = (seg.src, seg.sport), (seg.dst, seg.dport)
+    ends = (a, b) if a <= b else (b, a)
+    state = syns.get(ends)
+    if seg.flags & 0x12 == 0x02 and (state is None or state[0] != seg.seq):
+        state = syns[ends] = (seg.seq, 1 if state is None else state[1] + 1)
+    return ends, 0 if state is None else state[1], a == ends[0]
+
+
+def test_part_keys_remembered_per_endpoints_name_every_incarnation() -> None:
+    """PartKeys remembers each endpoints' key until a client SYN starts a new incarnation:
+    on a random mix of reused ports, SYNs, SYN retransmissions and SYN-ACKs it names every
+    segment as the key worked out afresh does."""
+    rnd = random.Random(7)
+    hosts = [("10.0.0.1", 40000), ("10.0.0.1", 40001), ("10.0.0.2", 5672), ("10.0.0.3", 5672)]
+    keys, syns = PartKeys(), {}
+    last_syn = 0
+    for index in range(20_000):
+        (src, sport), (dst, dport) = rnd.sample(hosts, 2)
+        roll = rnd.random()
+        flags, seq = 0x18, rnd.randrange(2**32)
+        if roll < 0.02:
+            flags, seq = 0x02, rnd.randrange(2**32)  # a new client SYN
+            last_syn = seq
+        elif roll < 0.03:
+            flags, seq = 0x02, last_syn  # a retransmitted SYN
+        elif roll < 0.04:
+            flags = 0x12  # a SYN-ACK
+        seg = Segment("c", index, 0.0, src, sport, dst, dport, seq, flags, b"x")
+        assert keys.key(seg) == _reference_part_key(syns, seg), index

@@ -62,6 +62,8 @@ MAX_SPLIT_PROBLEMS = 100
 _MAX_HEAD_PIECES = 256
 
 _TH_ACK = 0x10
+#: Segment endpoints whose part key is remembered (a bound: a port scan stays cheap).
+_KNOWN_KEYS = 65536
 _MASK = 0xFFFFFFFF
 _HALF = 0x80000000
 
@@ -144,15 +146,27 @@ class PartKeys:
     def __init__(self) -> None:
         # endpoints -> (last client SYN's sequence number, its ordinal in the split)
         self._syns: dict[Endpoints, tuple[int, int]] = {}
+        # (src, sport, dst, dport) -> its key, until the next client SYN: most segments
+        # are named by one lookup.
+        self._known: dict[tuple[str, int, str, int], PartKey] = {}
 
     def key(self, seg: Segment) -> PartKey:
+        syn = seg.flags & (TH_SYN | _TH_ACK) == TH_SYN
+        if not syn:
+            known = self._known.get((seg.src, seg.sport, seg.dst, seg.dport))
+            if known is not None:
+                return known
         a, b = (seg.src, seg.sport), (seg.dst, seg.dport)
         ends = (a, b) if a <= b else (b, a)
         state = self._syns.get(ends)
-        if seg.flags & (TH_SYN | _TH_ACK) == TH_SYN and (state is None or state[0] != seg.seq):
+        if syn and (state is None or state[0] != seg.seq):
             state = (seg.seq, 1 if state is None else state[1] + 1)
             self._syns[ends] = state
-        return ends, 0 if state is None else state[1], a == ends[0]
+            self._known.clear()  # a new incarnation of these endpoints: rare
+        key = ends, 0 if state is None else state[1], a == ends[0]
+        if len(self._known) < _KNOWN_KEYS:
+            self._known[(seg.src, seg.sport, seg.dst, seg.dport)] = key
+        return key
 
 
 @dataclass(slots=True)
