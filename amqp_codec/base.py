@@ -116,5 +116,9 @@ def writable_twin(cls: type) -> Any:
     decoders keeps it an ordinary Python class, whose ``__class__`` can be reassigned. Typed
     ``Any``: the fields are set by name on what it makes.
     """
-    namespace = {"__slots__": cls.__dict__.get("__slots__", ()), "__module__": cls.__module__}
+    namespace: dict[str, Any] = {"__module__": cls.__module__}
+    if "__slots__" in cls.__dict__:
+        namespace["__slots__"] = cls.__dict__["__slots__"]
+    # else ``cls`` has an instance ``__dict__`` (the properties classes): so has the twin,
+    # its present fields stored as plain attributes, in order.
     return type(f"{cls.__name__}Twin", cls.__bases__, namespace)

@@ -111,6 +111,9 @@ _ContentHeaderFrameTwin = writable_twin(ContentHeaderFrame)
 _ContentBodyFrameTwin = writable_twin(ContentBodyFrame)
 
 
+#: Below this many bytes a body piece is sliced rather than viewed (see _spanning_body).
+_SLICE_MAX = 4096
+
 _HEARTBEAT = HeartbeatFrame(0)  # frozen, so one instance serves every heartbeat
 
 
@@ -434,22 +437,27 @@ class FrameDecoder:
         slicing the payload out would make two. ``None`` if its frame-end octet is wrong (the
         checked path then raises the located error)."""
         buf, pos, pending = self._buf, self._pos, self._pending
-        pieces: list[bytes | memoryview] = [memoryview(buf)[pos + 7 :]]
-        have = len(buf) - pos - 7
+        start = pos + 7
+        in_buf = len(buf) - start  # payload bytes in _buf
+        have = in_buf
         used = 0  # queued chunks the frame reaches into
         while have <= size:  # the frame-end octet is not in the pieces yet
-            chunk = pending[used]
+            have += len(pending[used])
             used += 1
-            pieces.append(chunk)
-            have += len(chunk)
         last = pending[used - 1]
         frame_end = len(last) - (have - size)  # its index in the last chunk
         if last[frame_end] != FRAME_END:
             return None
-        pieces[-1] = memoryview(last)[:frame_end]
-        payload = b"".join(pieces)
+        # A piece of a few KiB is sliced (cheaper than making a memoryview of it); a larger
+        # one is joined through a view, so a large body is copied once.
+        head = buf[start:] if in_buf <= _SLICE_MAX else memoryview(buf)[start:]
+        tail = last[:frame_end] if frame_end <= _SLICE_MAX else memoryview(last)[:frame_end]
+        if used == 1:
+            payload = b"".join((head, tail))
+        else:
+            payload = b"".join((head, *pending[: used - 1], tail))
         # The rest of the last chunk becomes the buffer, in place.
-        consumed = sum(len(chunk) for chunk in pending[: used - 1])
+        consumed = have - len(last) - in_buf  # the chunks before it
         self._base += len(buf) + consumed
         self._buf = last if type(last) is bytes else bytes(last)
         self._pos = frame_end + 1

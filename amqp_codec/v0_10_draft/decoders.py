@@ -39,7 +39,6 @@ from .methods import (
 __all__ = ["METHOD_DECODERS", "PROPERTY_DECODERS"]
 
 _new = object.__new__
-_set = object.__setattr__
 _UNPACK_B = Struct(">B").unpack_from
 _UNPACK_BB = Struct(">BB").unpack_from
 _UNPACK_BBB = Struct(">BBB").unpack_from
@@ -159,6 +158,8 @@ _MessageOffset: Any = writable_twin(Message.Offset)
 _BindingQuery: Any = writable_twin(Binding.Query)
 _ExecutionComplete: Any = writable_twin(Execution.Complete)
 _ExecutionResult: Any = writable_twin(Execution.Result)
+# Property lists the same way: the twin has an instance dict like the frozen class, and only
+# the properties present are stored in it (absent ones read the class's None).
 
 
 def _overrun(o: int, end: int) -> FrameSyntaxError:

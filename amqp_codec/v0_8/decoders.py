@@ -37,7 +37,6 @@ from .properties import BasicProperties, FileProperties, StreamProperties, Tunne
 __all__ = ["METHOD_DECODERS", "PROPERTY_DECODERS"]
 
 _new = object.__new__
-_set = object.__setattr__
 _UNPACK_B = Struct(">B").unpack_from
 _UNPACK_BB = Struct(">BB").unpack_from
 _UNPACK_BHIQB = Struct(">BHIQB").unpack_from
@@ -136,6 +135,12 @@ _TestStringOk: Any = writable_twin(Test.StringOk)
 _TestTable: Any = writable_twin(Test.Table)
 _TestTableOk: Any = writable_twin(Test.TableOk)
 _TestContentOk: Any = writable_twin(Test.ContentOk)
+# Property lists the same way: the twin has an instance dict like the frozen class, and only
+# the properties present are stored in it (absent ones read the class's None).
+_BasicProperties: Any = writable_twin(BasicProperties)
+_FileProperties: Any = writable_twin(FileProperties)
+_StreamProperties: Any = writable_twin(StreamProperties)
+_TunnelProperties: Any = writable_twin(TunnelProperties)
 
 
 def _overrun(o: int, end: int) -> FrameSyntaxError:
@@ -1916,93 +1921,92 @@ def decode_basic_properties(buf: bytes, o: int, end: int, depth: int) -> Propert
     o += 2
     if flags & 0x0003:
         raise FrameSyntaxError(f"property flags 0x{flags:04x} set bits no basic property uses")
-    present: dict[str, Any] = {}
+    props = _BasicProperties()
     if flags & 0x8000:
         n = buf[o]
         try:
-            present["content_type"] = buf[o + 1 : o + 1 + n].decode()
+            props.content_type = buf[o + 1 : o + 1 + n].decode()
         except UnicodeDecodeError:
-            present["content_type"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+            props.content_type = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
         o += 1 + n
     if flags & 0x4000:
         n = buf[o]
         try:
-            present["content_encoding"] = buf[o + 1 : o + 1 + n].decode()
+            props.content_encoding = buf[o + 1 : o + 1 + n].decode()
         except UnicodeDecodeError:
-            present["content_encoding"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+            props.content_encoding = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
         o += 1 + n
     if flags & 0x2000:
-        present["headers"], o = decode_table(buf, o, end, depth)
+        props.headers, o = decode_table(buf, o, end, depth)
     if flags & 0x1000:
-        present["delivery_mode"] = buf[o]
+        props.delivery_mode = buf[o]
         o += 1
     if flags & 0x0800:
-        present["priority"] = buf[o]
+        props.priority = buf[o]
         o += 1
     if flags & 0x0400:
         n = buf[o]
         try:
-            present["correlation_id"] = buf[o + 1 : o + 1 + n].decode()
+            props.correlation_id = buf[o + 1 : o + 1 + n].decode()
         except UnicodeDecodeError:
-            present["correlation_id"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+            props.correlation_id = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
         o += 1 + n
     if flags & 0x0200:
         n = buf[o]
         try:
-            present["reply_to"] = buf[o + 1 : o + 1 + n].decode()
+            props.reply_to = buf[o + 1 : o + 1 + n].decode()
         except UnicodeDecodeError:
-            present["reply_to"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+            props.reply_to = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
         o += 1 + n
     if flags & 0x0100:
         n = buf[o]
         try:
-            present["expiration"] = buf[o + 1 : o + 1 + n].decode()
+            props.expiration = buf[o + 1 : o + 1 + n].decode()
         except UnicodeDecodeError:
-            present["expiration"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+            props.expiration = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
         o += 1 + n
     if flags & 0x0080:
         n = buf[o]
         try:
-            present["message_id"] = buf[o + 1 : o + 1 + n].decode()
+            props.message_id = buf[o + 1 : o + 1 + n].decode()
         except UnicodeDecodeError:
-            present["message_id"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+            props.message_id = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
         o += 1 + n
     if flags & 0x0040:
-        present["timestamp"] = Timestamp(_UNPACK_Q(buf, o)[0])
+        props.timestamp = Timestamp(_UNPACK_Q(buf, o)[0])
         o += 8
     if flags & 0x0020:
         n = buf[o]
         try:
-            present["type"] = buf[o + 1 : o + 1 + n].decode()
+            props.type = buf[o + 1 : o + 1 + n].decode()
         except UnicodeDecodeError:
-            present["type"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+            props.type = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
         o += 1 + n
     if flags & 0x0010:
         n = buf[o]
         try:
-            present["user_id"] = buf[o + 1 : o + 1 + n].decode()
+            props.user_id = buf[o + 1 : o + 1 + n].decode()
         except UnicodeDecodeError:
-            present["user_id"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+            props.user_id = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
         o += 1 + n
     if flags & 0x0008:
         n = buf[o]
         try:
-            present["app_id"] = buf[o + 1 : o + 1 + n].decode()
+            props.app_id = buf[o + 1 : o + 1 + n].decode()
         except UnicodeDecodeError:
-            present["app_id"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+            props.app_id = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
         o += 1 + n
     if flags & 0x0004:
         n = buf[o]
         try:
-            present["cluster_id"] = buf[o + 1 : o + 1 + n].decode()
+            props.cluster_id = buf[o + 1 : o + 1 + n].decode()
         except UnicodeDecodeError:
-            present["cluster_id"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+            props.cluster_id = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
         o += 1 + n
     if o != end:
         raise _overrun(o, end)
-    properties = _new(BasicProperties)
-    _set(properties, "__dict__", present)
-    return properties
+    props.__class__ = BasicProperties
+    return props  # type: ignore[no-any-return]
 
 
 def decode_file_properties(buf: bytes, o: int, end: int, depth: int) -> Properties:
@@ -2011,62 +2015,61 @@ def decode_file_properties(buf: bytes, o: int, end: int, depth: int) -> Properti
     o += 2
     if flags & 0x007F:
         raise FrameSyntaxError(f"property flags 0x{flags:04x} set bits no file property uses")
-    present: dict[str, Any] = {}
+    props = _FileProperties()
     if flags & 0x8000:
         n = buf[o]
         try:
-            present["content_type"] = buf[o + 1 : o + 1 + n].decode()
+            props.content_type = buf[o + 1 : o + 1 + n].decode()
         except UnicodeDecodeError:
-            present["content_type"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+            props.content_type = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
         o += 1 + n
     if flags & 0x4000:
         n = buf[o]
         try:
-            present["content_encoding"] = buf[o + 1 : o + 1 + n].decode()
+            props.content_encoding = buf[o + 1 : o + 1 + n].decode()
         except UnicodeDecodeError:
-            present["content_encoding"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+            props.content_encoding = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
         o += 1 + n
     if flags & 0x2000:
-        present["headers"], o = decode_table(buf, o, end, depth)
+        props.headers, o = decode_table(buf, o, end, depth)
     if flags & 0x1000:
-        present["priority"] = buf[o]
+        props.priority = buf[o]
         o += 1
     if flags & 0x0800:
         n = buf[o]
         try:
-            present["reply_to"] = buf[o + 1 : o + 1 + n].decode()
+            props.reply_to = buf[o + 1 : o + 1 + n].decode()
         except UnicodeDecodeError:
-            present["reply_to"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+            props.reply_to = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
         o += 1 + n
     if flags & 0x0400:
         n = buf[o]
         try:
-            present["message_id"] = buf[o + 1 : o + 1 + n].decode()
+            props.message_id = buf[o + 1 : o + 1 + n].decode()
         except UnicodeDecodeError:
-            present["message_id"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+            props.message_id = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
         o += 1 + n
     if flags & 0x0200:
         n = buf[o]
         try:
-            present["filename"] = buf[o + 1 : o + 1 + n].decode()
+            props.filename = buf[o + 1 : o + 1 + n].decode()
         except UnicodeDecodeError:
-            present["filename"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+            props.filename = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
         o += 1 + n
     if flags & 0x0100:
-        present["timestamp"] = Timestamp(_UNPACK_Q(buf, o)[0])
+        props.timestamp = Timestamp(_UNPACK_Q(buf, o)[0])
         o += 8
     if flags & 0x0080:
         n = buf[o]
         try:
-            present["cluster_id"] = buf[o + 1 : o + 1 + n].decode()
+            props.cluster_id = buf[o + 1 : o + 1 + n].decode()
         except UnicodeDecodeError:
-            present["cluster_id"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+            props.cluster_id = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
         o += 1 + n
     if o != end:
         raise _overrun(o, end)
-    properties = _new(FileProperties)
-    _set(properties, "__dict__", present)
-    return properties
+    props.__class__ = FileProperties
+    return props  # type: ignore[no-any-return]
 
 
 def decode_stream_properties(buf: bytes, o: int, end: int, depth: int) -> Properties:
@@ -2075,34 +2078,33 @@ def decode_stream_properties(buf: bytes, o: int, end: int, depth: int) -> Proper
     o += 2
     if flags & 0x07FF:
         raise FrameSyntaxError(f"property flags 0x{flags:04x} set bits no stream property uses")
-    present: dict[str, Any] = {}
+    props = _StreamProperties()
     if flags & 0x8000:
         n = buf[o]
         try:
-            present["content_type"] = buf[o + 1 : o + 1 + n].decode()
+            props.content_type = buf[o + 1 : o + 1 + n].decode()
         except UnicodeDecodeError:
-            present["content_type"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+            props.content_type = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
         o += 1 + n
     if flags & 0x4000:
         n = buf[o]
         try:
-            present["content_encoding"] = buf[o + 1 : o + 1 + n].decode()
+            props.content_encoding = buf[o + 1 : o + 1 + n].decode()
         except UnicodeDecodeError:
-            present["content_encoding"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+            props.content_encoding = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
         o += 1 + n
     if flags & 0x2000:
-        present["headers"], o = decode_table(buf, o, end, depth)
+        props.headers, o = decode_table(buf, o, end, depth)
     if flags & 0x1000:
-        present["priority"] = buf[o]
+        props.priority = buf[o]
         o += 1
     if flags & 0x0800:
-        present["timestamp"] = Timestamp(_UNPACK_Q(buf, o)[0])
+        props.timestamp = Timestamp(_UNPACK_Q(buf, o)[0])
         o += 8
     if o != end:
         raise _overrun(o, end)
-    properties = _new(StreamProperties)
-    _set(properties, "__dict__", present)
-    return properties
+    props.__class__ = StreamProperties
+    return props  # type: ignore[no-any-return]
 
 
 def decode_tunnel_properties(buf: bytes, o: int, end: int, depth: int) -> Properties:
@@ -2111,34 +2113,33 @@ def decode_tunnel_properties(buf: bytes, o: int, end: int, depth: int) -> Proper
     o += 2
     if flags & 0x07FF:
         raise FrameSyntaxError(f"property flags 0x{flags:04x} set bits no tunnel property uses")
-    present: dict[str, Any] = {}
+    props = _TunnelProperties()
     if flags & 0x8000:
-        present["headers"], o = decode_table(buf, o, end, depth)
+        props.headers, o = decode_table(buf, o, end, depth)
     if flags & 0x4000:
         n = buf[o]
         try:
-            present["proxy_name"] = buf[o + 1 : o + 1 + n].decode()
+            props.proxy_name = buf[o + 1 : o + 1 + n].decode()
         except UnicodeDecodeError:
-            present["proxy_name"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+            props.proxy_name = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
         o += 1 + n
     if flags & 0x2000:
         n = buf[o]
         try:
-            present["data_name"] = buf[o + 1 : o + 1 + n].decode()
+            props.data_name = buf[o + 1 : o + 1 + n].decode()
         except UnicodeDecodeError:
-            present["data_name"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+            props.data_name = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
         o += 1 + n
     if flags & 0x1000:
-        present["durable"] = buf[o]
+        props.durable = buf[o]
         o += 1
     if flags & 0x0800:
-        present["broadcast"] = buf[o]
+        props.broadcast = buf[o]
         o += 1
     if o != end:
         raise _overrun(o, end)
-    properties = _new(TunnelProperties)
-    _set(properties, "__dict__", present)
-    return properties
+    props.__class__ = TunnelProperties
+    return props  # type: ignore[no-any-return]
 
 
 #: Argument decoders by method index (``class_id << 16 | method_id``).

@@ -24,7 +24,6 @@ from .properties import BasicProperties
 __all__ = ["METHOD_DECODERS", "PROPERTY_DECODERS"]
 
 _new = object.__new__
-_set = object.__setattr__
 _UNPACK_B = Struct(">B").unpack_from
 _UNPACK_BB = Struct(">BB").unpack_from
 _UNPACK_H = Struct(">H").unpack_from
@@ -94,6 +93,9 @@ _BasicRecoverAsync: Any = writable_twin(Basic.RecoverAsync)
 _BasicRecover: Any = writable_twin(Basic.Recover)
 _BasicNack: Any = writable_twin(Basic.Nack)
 _ConfirmSelect: Any = writable_twin(Confirm.Select)
+# Property lists the same way: the twin has an instance dict like the frozen class, and only
+# the properties present are stored in it (absent ones read the class's None).
+_BasicProperties: Any = writable_twin(BasicProperties)
 
 
 def _overrun(o: int, end: int) -> FrameSyntaxError:
@@ -1338,93 +1340,92 @@ def decode_basic_properties(buf: bytes, o: int, end: int, depth: int) -> Propert
     o += 2
     if flags & 0x0003:
         raise FrameSyntaxError(f"property flags 0x{flags:04x} set bits no basic property uses")
-    present: dict[str, Any] = {}
+    props = _BasicProperties()
     if flags & 0x8000:
         n = buf[o]
         try:
-            present["content_type"] = buf[o + 1 : o + 1 + n].decode()
+            props.content_type = buf[o + 1 : o + 1 + n].decode()
         except UnicodeDecodeError:
-            present["content_type"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+            props.content_type = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
         o += 1 + n
     if flags & 0x4000:
         n = buf[o]
         try:
-            present["content_encoding"] = buf[o + 1 : o + 1 + n].decode()
+            props.content_encoding = buf[o + 1 : o + 1 + n].decode()
         except UnicodeDecodeError:
-            present["content_encoding"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+            props.content_encoding = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
         o += 1 + n
     if flags & 0x2000:
-        present["headers"], o = decode_table(buf, o, end, depth)
+        props.headers, o = decode_table(buf, o, end, depth)
     if flags & 0x1000:
-        present["delivery_mode"] = buf[o]
+        props.delivery_mode = buf[o]
         o += 1
     if flags & 0x0800:
-        present["priority"] = buf[o]
+        props.priority = buf[o]
         o += 1
     if flags & 0x0400:
         n = buf[o]
         try:
-            present["correlation_id"] = buf[o + 1 : o + 1 + n].decode()
+            props.correlation_id = buf[o + 1 : o + 1 + n].decode()
         except UnicodeDecodeError:
-            present["correlation_id"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+            props.correlation_id = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
         o += 1 + n
     if flags & 0x0200:
         n = buf[o]
         try:
-            present["reply_to"] = buf[o + 1 : o + 1 + n].decode()
+            props.reply_to = buf[o + 1 : o + 1 + n].decode()
         except UnicodeDecodeError:
-            present["reply_to"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+            props.reply_to = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
         o += 1 + n
     if flags & 0x0100:
         n = buf[o]
         try:
-            present["expiration"] = buf[o + 1 : o + 1 + n].decode()
+            props.expiration = buf[o + 1 : o + 1 + n].decode()
         except UnicodeDecodeError:
-            present["expiration"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+            props.expiration = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
         o += 1 + n
     if flags & 0x0080:
         n = buf[o]
         try:
-            present["message_id"] = buf[o + 1 : o + 1 + n].decode()
+            props.message_id = buf[o + 1 : o + 1 + n].decode()
         except UnicodeDecodeError:
-            present["message_id"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+            props.message_id = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
         o += 1 + n
     if flags & 0x0040:
-        present["timestamp"] = Timestamp(_UNPACK_Q(buf, o)[0])
+        props.timestamp = Timestamp(_UNPACK_Q(buf, o)[0])
         o += 8
     if flags & 0x0020:
         n = buf[o]
         try:
-            present["type"] = buf[o + 1 : o + 1 + n].decode()
+            props.type = buf[o + 1 : o + 1 + n].decode()
         except UnicodeDecodeError:
-            present["type"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+            props.type = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
         o += 1 + n
     if flags & 0x0010:
         n = buf[o]
         try:
-            present["user_id"] = buf[o + 1 : o + 1 + n].decode()
+            props.user_id = buf[o + 1 : o + 1 + n].decode()
         except UnicodeDecodeError:
-            present["user_id"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+            props.user_id = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
         o += 1 + n
     if flags & 0x0008:
         n = buf[o]
         try:
-            present["app_id"] = buf[o + 1 : o + 1 + n].decode()
+            props.app_id = buf[o + 1 : o + 1 + n].decode()
         except UnicodeDecodeError:
-            present["app_id"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+            props.app_id = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
         o += 1 + n
     if flags & 0x0004:
         n = buf[o]
         try:
-            present["cluster_id"] = buf[o + 1 : o + 1 + n].decode()
+            props.cluster_id = buf[o + 1 : o + 1 + n].decode()
         except UnicodeDecodeError:
-            present["cluster_id"] = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
+            props.cluster_id = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
         o += 1 + n
     if o != end:
         raise _overrun(o, end)
-    properties = _new(BasicProperties)
-    _set(properties, "__dict__", present)
-    return properties
+    props.__class__ = BasicProperties
+    return props  # type: ignore[no-any-return]
 
 
 #: Argument decoders by method index (``class_id << 16 | method_id``).
