@@ -3,8 +3,8 @@
 A :class:`DirectionDissector` dissects a direction's bytes (pieces and gaps, in stream order)
 with a :class:`~amqp_codec.inspect.dissector.StreamDissector` (gaps become problems and decoding
 resumes after them; its :class:`~amqp_codec.MessageAssembler` hands over each message a frame
-completes), and builds ``frames``, ``messages`` and ``problems`` rows. Given a :class:`Region`, it does that
-for one part of a long stream, as the job's parallel tasks do (see
+completes), and builds ``frames``, ``messages`` and ``problems`` rows. Given a
+:class:`Region`, it does that for one part of a long stream, as the job's parallel tasks do (see
 :mod:`amqp_codec.analyze.plan`): it starts at the first frame it finds, reads past its end
 only to finish what it started, and reports in an :class:`Edge` what the driver needs to
 check it against its neighbours and to resolve the rows that depend on them.
