@@ -204,9 +204,12 @@ def _session(master: str | None, progress: bool, verbose: bool) -> tuple[SparkSe
     """A session to run in, and whether it is ours to stop (not one already running)."""
     # Executors must run this interpreter (the one with amqp-codec installed), not "python3".
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.errors import PySparkRuntimeError
     from pyspark.sql import SparkSession
 
+    from amqp_codec.analyze.class_archive import archive_options, discard
     from amqp_codec.analyze.logs import jvm_stderr, quiet_py4j
+    from amqp_codec.analyze.preflight import java_command
 
     active = SparkSession.getActiveSession()
     if active is not None:
@@ -222,13 +225,25 @@ def _session(master: str | None, progress: bool, verbose: bool) -> tuple[SparkSe
     builder = SparkSession.builder.appName("amqp-codec analyze")
     if master:
         builder = builder.master(master)
+    archive = None
     if "PYSPARK_GATEWAY_PORT" not in os.environ:  # this process starts the driver's JVM
-        builder = builder.config("spark.driver.defaultJavaOptions", _DRIVER_JAVA_OPTIONS)
+        archive_flags, archive = archive_options(java_command()[0])
+        options = f"{_DRIVER_JAVA_OPTIONS} {archive_flags}".strip()
+        builder = builder.config("spark.driver.defaultJavaOptions", options)
     # The job reports its own progress (capture MB done, rate, ETA): Spark's bar stays off.
     builder = builder.config("spark.ui.showConsoleProgress", "false")
     quiet_py4j(verbose)
     with jvm_stderr(verbose):  # Java's and log4j's lines go to the log file unless verbose
-        spark = builder.getOrCreate()
+        try:
+            spark = builder.getOrCreate()
+        except PySparkRuntimeError:
+            if archive is None:
+                raise
+            # A JVM that cannot map the class archive (damaged, say) does not start: the
+            # archive goes, and the driver starts without it.
+            discard(archive)
+            builder = builder.config("spark.driver.defaultJavaOptions", _DRIVER_JAVA_OPTIONS)
+            spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN" if verbose else "ERROR")
     return spark, True
 

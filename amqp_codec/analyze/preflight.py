@@ -41,6 +41,7 @@ __all__ = [
     "check_out",
     "check_ports",
     "is_spark_output",
+    "java_command",
     "preflight",
     "resolve_captures",
 ]
@@ -432,7 +433,7 @@ def _writable(folder: str) -> bool:
 # ------------------------------------------------------------------------------------------
 
 
-def _java_command() -> tuple[str | None, str]:
+def java_command() -> tuple[str | None, str]:
     """The java Spark would start, as Spark's launcher finds it, and where that came from."""
     home = os.environ.get("JAVA_HOME")
     if home:
@@ -453,7 +454,7 @@ def java_version(output: str) -> int | None:
 
 def check_java() -> int:
     """The major version of the Java Spark will use; :class:`AnalyzeUsageError` if none fits."""
-    java, source = _java_command()
+    java, source = java_command()
     if java is None:
         where = "JAVA_HOME has no bin/java" if source != "PATH" else "no java on PATH"
         raise AnalyzeUsageError(f"Spark needs Java {JAVA_NEEDED} or newer ({where}): {_JAVA_HINT}")
