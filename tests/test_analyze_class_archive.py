@@ -63,8 +63,14 @@ def test_the_first_run_records_and_a_second_at_the_same_time_does_not(cache: Pat
 
 def test_a_finished_recording_is_moved_into_place_and_used(cache: Path) -> None:
     cache.mkdir()
-    stale = cache / "spark-0123456789abcdef.jsa"  # another Java or Spark's
-    stale.write_bytes(b"old")
+    stale = cache / "spark-0123456789abcdef.jsa"  # another Java or Spark's, long ago
+    stale.write_bytes(RECORDED)
+    _age(stale, class_archive.OTHER_INSTALLATIONS_KEPT_SECONDS + 1)
+    recent = cache / "spark-fedcba9876543210.jsa"  # another's, in use: theirs to keep
+    recent.write_bytes(RECORDED)
+    theirs = cache / f"spark-fedcba9876543210-{_dead_pid()}.recording"
+    theirs.write_bytes(RECORDED)
+    _age(theirs, class_archive.SETTLED_SECONDS + 1)
     recording = cache / f"spark-{_key()}-{_dead_pid()}.recording"
     recording.write_bytes(RECORDED)
     _age(recording, class_archive.SETTLED_SECONDS + 1)
@@ -72,7 +78,9 @@ def test_a_finished_recording_is_moved_into_place_and_used(cache: Path) -> None:
     assert archive == cache / f"spark-{_key()}.jsa"
     assert options.startswith(f"-XX:SharedArchiveFile={archive} ")
     assert archive.read_bytes() == RECORDED
-    assert sorted(p.name for p in cache.iterdir()) == [archive.name]
+    assert sorted(p.name for p in cache.iterdir()) == sorted(
+        [archive.name, recent.name, theirs.name]
+    )
 
 
 def test_a_recording_is_not_taken_while_its_run_goes_on_or_just_ended(cache: Path) -> None:
@@ -86,6 +94,14 @@ def test_a_recording_is_not_taken_while_its_run_goes_on_or_just_ended(cache: Pat
     fresh.write_bytes(b"part")
     assert archive_options(JAVA) == ("", None)
     assert fresh.exists() and not (cache / f"spark-{_key()}.jsa").exists()
+
+
+def test_a_cache_path_with_a_space_gets_no_options(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Spark splits the driver's JVM options at spaces."""
+    monkeypatch.setenv("AMQP_CODEC_CACHE", str(tmp_path / "my cache"))
+    assert archive_options(JAVA) == ("", None)
 
 
 def test_turned_off_or_unwritable_means_no_options(

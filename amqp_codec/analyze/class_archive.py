@@ -13,9 +13,9 @@ the runs after it use it. A run records into a file of its own, which a later ru
 place only once the recording run has ended and its JVM has finished writing; one recording
 at a time, so runs side by side neither read a half-written archive nor write several. A JVM
 that cannot start with the archive is started again without it, and the archive is deleted:
-an archive never stops a run. Archives of other Java or Spark
-installations are deleted as a new one is moved into place, so the cache holds one.
-``AMQP_CODEC_CLASS_ARCHIVE=0`` turns all this off.
+an archive never stops a run. Each Java and Spark installation has its archive; a run of
+one deletes the archives of others recorded more than a week ago (an installation still in
+use records its own again). ``AMQP_CODEC_CLASS_ARCHIVE=0`` turns all this off.
 
 Only a driver JVM that the job starts itself uses it: not one ``spark-submit`` started, nor
 executors on a cluster.
@@ -35,6 +35,8 @@ __all__ = ["archive_options", "cache_folder", "discard"]
 SETTLED_SECONDS = 30.0
 #: A recording this old is finished whatever its process id says (ids are reused).
 ABANDONED_SECONDS = 3600.0
+#: Archives of other Java or Spark installations recorded longer ago than this are deleted.
+OTHER_INSTALLATIONS_KEPT_SECONDS = 7 * 86400.0
 #: Unified-logging tags of class-data sharing, silenced: a missing or mismatched archive is
 #: not the user's concern, and the JVM carries on without one.
 _QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
@@ -75,6 +77,8 @@ def archive_options(java: str | None, now: float | None = None) -> tuple[str, Pa
     folder = cache_folder()
     if folder is None or java is None:
         return "", None
+    if any(c.isspace() or c in "\"'" for c in str(folder)):
+        return "", None  # Spark splits the JVM options at spaces: no path with one
     try:
         key = _installation_key(java)
         folder.mkdir(parents=True, exist_ok=True)
@@ -96,23 +100,27 @@ def archive_options(java: str | None, now: float | None = None) -> tuple[str, Pa
 
 
 def _settle(folder: Path, archive: Path, now: float) -> None:
-    """Move a finished recording of this installation into place; delete recordings long
-    finished but not needed, and archives of other installations once this one is there."""
+    """Move a finished recording of this installation into place and delete the ones it
+    does not need; delete recordings abandoned long ago, and archives of other
+    installations recorded more than a week ago (another installation's recent archive and
+    its recording in progress are that installation's to use)."""
     prefix = archive.name[: -len(_SUFFIX)] + "-"
     for path in folder.iterdir():
         if not path.name.startswith("spark-") or not path.is_file():
             continue
+        age = now - path.stat().st_mtime
         if path.name.endswith(_RECORDING):
-            if not _settled(path, now):
-                continue  # perhaps still being written
-            if path.name.startswith(prefix) and not archive.exists():
-                os.replace(path, archive)  # atomic: readers see all of it or none
-            else:
+            if path.name.startswith(prefix):
+                if not _settled(path, now):
+                    continue  # perhaps still being written
+                if archive.exists():
+                    path.unlink(missing_ok=True)
+                else:
+                    os.replace(path, archive)  # atomic: readers see all of it or none
+            elif age >= ABANDONED_SECONDS:
                 path.unlink(missing_ok=True)
-    if archive.exists():
-        for path in folder.glob(f"spark-*{_SUFFIX}"):
-            if path != archive:
-                path.unlink(missing_ok=True)
+        elif path != archive and age >= OTHER_INSTALLATIONS_KEPT_SECONDS:
+            path.unlink(missing_ok=True)
 
 
 def _settled(recording: Path, now: float) -> bool:
