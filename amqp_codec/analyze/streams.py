@@ -54,12 +54,12 @@ from ..frames import (
     ContentBodyFrame,
     ContentHeaderFrame,
     Frame,
-    HeartbeatFrame,
     MethodFrame,
     ProtocolHeader,
 )
 from ..inspect.dissector import (
     DEFAULT_SPEC,
+    FRAME_TYPE_NAMES,
     PROTOCOL_HEADER_NAME,
     FrameEvent,
     Problem,
@@ -69,14 +69,13 @@ from ..inspect.dissector import (
     StreamDissector,
 )
 from ..inspect.resync import decodes_alone, framing, plausible_frame_end
-from ..inspect.values import draft_flag_names, json_struct, json_value
+from ..inspect.values import draft_flag_names, json_properties_and_flags, json_struct, json_value
 from ..protocol import ProtocolSpec, default_spec
 from ..table import decode_table
 from ..wire010.assembly import DraftMessage
 from ..wire010.frames import (
     DraftBodyFrame,
     DraftHeaderFrame,
-    DraftHeartbeatFrame,
     DraftMethodFrame,
     start_version,
 )
@@ -184,7 +183,7 @@ def frame_fields(frame: Frame) -> dict[str, Any] | None:
             "structs": [json_struct(s) for s in frame.structs],
         }
     if isinstance(frame, ContentHeaderFrame):
-        flags, present = _present_properties(frame.properties)
+        flags, present = json_properties_and_flags(frame.properties)
         return {
             "class_id": frame.class_id,
             "body_size": frame.body_size,
@@ -200,40 +199,13 @@ def frame_fields(frame: Frame) -> dict[str, Any] | None:
     return None
 
 
-def _present_properties(props: Properties) -> tuple[int, dict[str, Any]]:
-    """The property flag word and the present properties as JSON (``json_properties``), in
-    one pass over the properties."""
-    cls = type(props)
-    word = 0
-    present: dict[str, Any] = {}
-    for spec, bit in zip(cls.FIELDS, cls.FLAGS, strict=True):
-        value = getattr(props, spec.attr)
-        if value is not None:
-            word |= bit
-            present[spec.name] = json_value(value)
-    return word, present
-
-
 #: One encoder for every row: ``json.dumps`` with options builds a new one per call.
 _dumps = json.JSONEncoder(allow_nan=False, separators=(",", ":"), ensure_ascii=False).encode
 
 
-_FRAME_TYPES: dict[type, str] = {
-    MethodFrame: "method",
-    ContentHeaderFrame: "header",
-    ContentBodyFrame: "body",
-    HeartbeatFrame: "heartbeat",
-    ProtocolHeader: PROTOCOL_HEADER_NAME,
-    DraftMethodFrame: "method",
-    DraftHeaderFrame: "header",
-    DraftBodyFrame: "body",
-    DraftHeartbeatFrame: "heartbeat",
-}
-
-
 def frame_type(frame: Frame) -> str:
     """The ``frame_type`` column: method, header, body, heartbeat or protocol-header."""
-    return _FRAME_TYPES[type(frame)]
+    return FRAME_TYPE_NAMES[type(frame)]
 
 
 def user_name(mechanism: str, response: bytes) -> str | None:
@@ -815,7 +787,7 @@ class DirectionDissector:
         ts, capture = self._where(offset)
         self.facts.frames += 1
         frame_class = type(frame)
-        kind = _FRAME_TYPES[frame_class]
+        kind = FRAME_TYPE_NAMES[frame_class]
         method: Method | None = None
         fields: str | None = None
         if kind == "method":

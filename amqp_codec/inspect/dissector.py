@@ -65,6 +65,7 @@ from .resync import NINE, RESYNC_MAX_PAYLOAD, Framing, decodes_alone, framing, p
 
 __all__ = [
     "DEFAULT_SPEC",
+    "FRAME_TYPE_NAMES",
     "PROTOCOL_HEADER_NAME",
     "RESYNC_MAX_PAYLOAD",
     "RESYNC_WORK_ALLOWANCE",
@@ -101,8 +102,9 @@ _DRAFT_TYPES: dict[type, str] = {
     DraftBodyFrame: "body",
     DraftHeartbeatFrame: "heartbeat",
 }
-#: The ``by_type`` name of each frame class (subclasses are looked up by ``isinstance``).
-_TYPE_NAMES: dict[type, str] = {
+#: The name of each frame class's frame type, as ``by_type`` counts it and the analysis's
+#: ``frame_type`` column holds it (subclasses are looked up by ``isinstance``).
+FRAME_TYPE_NAMES: dict[type, str] = {
     ProtocolHeader: PROTOCOL_HEADER_NAME,
     MethodFrame: "method",
     ContentHeaderFrame: "header",
@@ -115,7 +117,7 @@ _METHOD_TYPES = frozenset({MethodFrame, DraftMethodFrame})
 
 def _type_name(frame: Frame) -> str:
     """The ``by_type`` name of a frame whose class is a subclass of a frame class."""
-    for base, name in _TYPE_NAMES.items():
+    for base, name in FRAME_TYPE_NAMES.items():
         if isinstance(frame, base):
             return name
     raise TypeError(f"not a frame: {frame!r}")
@@ -625,7 +627,7 @@ class StreamDissector:
             if not starts:
                 self._forget()
         stats.frames += 1
-        stats.by_type[_TYPE_NAMES.get(kind) or _type_name(frame)] += 1
+        stats.by_type[FRAME_TYPE_NAMES.get(kind) or _type_name(frame)] += 1
         if kind in _METHOD_TYPES or isinstance(frame, (MethodFrame, DraftMethodFrame)):
             method = frame.method  # type: ignore[union-attr]
             stats.methods[method.NAME] += 1

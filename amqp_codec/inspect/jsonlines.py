@@ -31,7 +31,7 @@ from ..wire010.frames import (
 )
 from .dissector import PROTOCOL_HEADER_NAME, FileStats, Problem, class_name
 from .reporter import Reporter
-from .values import draft_flag_names, json_field, json_properties, json_struct
+from .values import draft_flag_names, json_field, json_properties_and_flags, json_struct
 
 __all__ = ["JsonReporter"]
 
@@ -97,7 +97,7 @@ class JsonReporter(Reporter):
                 **self._method(frame.method),
             )
         elif isinstance(frame, ContentHeaderFrame):
-            props = frame.properties
+            flags, properties = json_properties_and_flags(frame.properties)
             obj.update(
                 type="header",
                 type_id=FRAME_HEADER,
@@ -107,8 +107,8 @@ class JsonReporter(Reporter):
                 **{"class": class_name(spec, frame.class_id)},
                 body_size=frame.body_size,
                 weight=frame.weight,
-                property_flags=props.flags,
-                properties=json_properties(props),
+                property_flags=flags,
+                properties=properties,
             )
         elif isinstance(frame, ContentBodyFrame):
             obj.update(

@@ -30,6 +30,7 @@ __all__ = [
     "is_utf8",
     "json_field",
     "json_properties",
+    "json_properties_and_flags",
     "json_struct",
     "json_value",
     "struct_fields",
@@ -140,9 +141,19 @@ def json_struct(struct: PackedStruct) -> dict[str, Any]:
 
 
 def json_properties(props: Properties) -> dict[str, Any]:
+    """The present properties by spec name, as JSON values."""
+    return json_properties_and_flags(props)[1]
+
+
+def json_properties_and_flags(props: Properties) -> tuple[int, dict[str, Any]]:
+    """The property flag word (``props.flags``) and :func:`json_properties`, in one pass
+    over the properties."""
+    cls = type(props)
+    word = 0
     present: dict[str, Any] = {}
-    for spec in type(props).FIELDS:
+    for spec, bit in zip(cls.FIELDS, cls.FLAGS, strict=True):
         value = getattr(props, spec.attr)
         if value is not None:
+            word |= bit
             present[spec.name] = json_value(value)
-    return present
+    return word, present
