@@ -70,7 +70,7 @@ def _installation_key(java: str) -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
-def archive_options(java: str | None, now: float | None = None) -> tuple[str, Path | None]:
+def archive_options(java: str | None) -> tuple[str, Path | None]:
     """JVM options for the driver: map this installation's archive if there is one, else
     record one; and the archive mapped (None: recording, or archives are off). Never raises:
     whatever goes wrong here only means starting without an archive."""
@@ -83,7 +83,7 @@ def archive_options(java: str | None, now: float | None = None) -> tuple[str, Pa
         key = _installation_key(java)
         folder.mkdir(parents=True, exist_ok=True)
         archive = folder / f"spark-{key}{_SUFFIX}"
-        _settle(folder, archive, time.time() if now is None else now)
+        _settle(folder, archive, time.time())
         if archive.is_file():
             if _looks_like_an_archive(archive):
                 # A JVM that dies mapping a damaged archive writes its crash report here,
