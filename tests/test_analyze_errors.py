@@ -384,9 +384,12 @@ def test_a_bug_is_one_line_naming_the_log_file(
 # ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("after", ["starting Spark", "cores"])
 def test_interrupt_stops_spark_and_leaves_out_untouched(
-    tmp_path: Path, captures: Path, tmp_path_factory: pytest.TempPathFactory
+    tmp_path: Path, captures: Path, tmp_path_factory: pytest.TempPathFactory, after: str
 ) -> None:
+    """Ctrl-C while Spark starts (the first tasks running in the driver meanwhile), and once
+    it is up."""
     out = tmp_path / "out"
     before = snapshot(tmp_path)
     temp = tmp_path_factory.mktemp("temp")  # where the log file goes
@@ -401,9 +404,11 @@ def test_interrupt_stops_spark_and_leaves_out_untouched(
     )
     assert proc.stderr is not None
     try:
-        line = proc.stderr.readline()  # the first progress line: Spark is up
-        assert line.rstrip().endswith("cores"), line
-        time.sleep(1)
+        line = proc.stderr.readline()
+        while line and not line.rstrip().endswith(after):
+            line = proc.stderr.readline()
+        assert line, f"no line ending with {after!r}"
+        time.sleep(0.2)
         os.killpg(proc.pid, signal.SIGINT)
         _, rest = proc.communicate(timeout=120)
     finally:

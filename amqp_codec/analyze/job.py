@@ -38,10 +38,11 @@ import argparse
 import contextlib
 import os
 import shutil
+import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -125,12 +126,33 @@ class _Progress:
         self.enabled = enabled
         self.err = err
         self.start = time.monotonic()
+        self._held: list[str] | None = None
+        self._lock = threading.Lock()
 
     def __call__(self, message: str) -> None:
         if self.enabled:
             elapsed = time.monotonic() - self.start
-            self.err.write(f"[amqp-codec analyze {elapsed:7.1f}s] {message}\n")
-            self.err.flush()
+            line = f"[amqp-codec analyze {elapsed:7.1f}s] {message}\n"
+            with self._lock:
+                if self._held is not None:
+                    self._held.append(line)
+                    return
+                self.err.write(line)
+                self.err.flush()
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """Lines said inside the block (from any thread) are written when it ends."""
+        with self._lock:
+            self._held = []
+        try:
+            yield
+        finally:
+            with self._lock:
+                lines, self._held = self._held or [], None
+                if lines:
+                    self.err.write("".join(lines))
+                    self.err.flush()
 
     def watch(self, sc: SparkContext, group: str, label: str, total: int) -> _Watcher:
         return _Watcher(self, sc, group, label, total)
@@ -200,6 +222,30 @@ class _Watcher:
 _DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
+@contextlib.contextmanager
+def _interrupts_deferred() -> Iterator[list[int]]:
+    """Ctrl-C inside the block is noted in the list it gives, not raised: the caller acts on
+    it once the block is done.
+
+    Interrupted while it waits for the JVM it started, PySpark loses that process, which
+    then lives on (it ignores Ctrl-C) holding the terminal's output. Only the main thread
+    receives signals: elsewhere nothing changes."""
+    caught: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield caught
+        return
+
+    def note(signum: int, frame: Any) -> None:
+        caught.append(signum)
+
+    previous = signal.signal(signal.SIGINT, note)
+    try:
+        yield caught
+    finally:
+        if signal.getsignal(signal.SIGINT) is note:  # else the new context's own handler
+            signal.signal(signal.SIGINT, previous)
+
+
 def _session(master: str | None, progress: bool, verbose: bool) -> tuple[SparkSession, bool]:
     """A session to run in, and whether it is ours to stop (not one already running)."""
     # Executors must run this interpreter (the one with amqp-codec installed), not "python3".
@@ -232,8 +278,11 @@ def _session(master: str | None, progress: bool, verbose: bool) -> tuple[SparkSe
         builder = builder.config("spark.driver.defaultJavaOptions", options)
     # The job reports its own progress (capture MB done, rate, ETA): Spark's bar stays off.
     builder = builder.config("spark.ui.showConsoleProgress", "false")
+    # Executors fork their Python workers from a daemon that has the analysis imported.
+    builder = builder.config("spark.python.daemon.module", "amqp_codec.analyze.daemon")
     quiet_py4j(verbose)
-    with jvm_stderr(verbose):  # Java's and log4j's lines go to the log file unless verbose
+    # Java's and log4j's lines go to the log file unless verbose.
+    with _interrupts_deferred() as interrupted, jvm_stderr(verbose):
         try:
             spark = builder.getOrCreate()
         except PySparkRuntimeError:
@@ -244,8 +293,57 @@ def _session(master: str | None, progress: bool, verbose: bool) -> tuple[SparkSe
             discard(archive)
             builder = builder.config("spark.driver.defaultJavaOptions", _DRIVER_JAVA_OPTIONS)
             spark = builder.getOrCreate()
+    if interrupted:
+        _stop(spark)
+        raise KeyboardInterrupt
     spark.sparkContext.setLogLevel("WARN" if verbose else "ERROR")
     return spark, True
+
+
+class _Background:
+    """``work(mapper)`` in a thread, from the start; its result (or its failure) later."""
+
+    def __init__(self, work: Callable[[Mapper], Any], mapper: Mapper) -> None:
+        self._result: Any = None
+        self._failure: BaseException | None = None
+        self._thread = threading.Thread(
+            target=self._run, args=(work, mapper), name="amqp-codec tables", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self, work: Callable[[Mapper], Any], mapper: Mapper) -> None:
+        try:
+            self._result = work(mapper)
+        except BaseException as error:  # raised again by result()
+            self._failure = error
+
+    def result(self) -> Any:
+        self._thread.join()
+        if self._failure is not None:
+            raise self._failure
+        return self._result
+
+    def wait(self, timeout: float = 60.0) -> None:
+        """Wait for the thread to end (after a failure elsewhere: its own is not raised)."""
+        self._thread.join(timeout)
+
+
+def _stop(session: SparkSession) -> None:
+    """``session.stop()``, without waiting for PySpark's accumulator server to notice.
+
+    That server's request loop looks for its stop flag once a second, and stopping the
+    context waits for it: on average half a second added to every run, for accumulators this
+    job never uses. It is stopped in a daemon thread instead (done within the second, or
+    ended with the process)."""
+    context = session.sparkContext
+    server = getattr(context, "_accumulatorServer", None)
+    if server is not None:
+        context._accumulatorServer = None  # type: ignore[assignment]
+    session.stop()
+    if server is not None:
+        threading.Thread(
+            target=server.shutdown, name="accumulator server stop", daemon=True
+        ).start()
 
 
 def run(
@@ -286,6 +384,7 @@ def run(
     protocols are rows in ``problems``, not errors. The outputs are written into a staging
     folder and moved into ``out`` at the end: a failed run leaves ``out`` as it was.
     """
+    from amqp_codec.analyze.head_start import HeadStart, runs_here
     from amqp_codec.analyze.output import staged_output
     from amqp_codec.analyze.preflight import preflight
     from amqp_codec.analyze.report import REPORT_NAME, write_report
@@ -307,15 +406,9 @@ def run(
     # The session is stopped before a failed run's staging folder is removed: no task of it
     # is left writing there.
     with staged_output(out) as staging:
-        session, own = _session(master, progress, verbose) if spark is None else (spark, False)
-        try:
-            sc = session.sparkContext
-            say(
-                f"{len(files)} capture file{'s' if len(files) != 1 else ''} "
-                f"({_megabytes(size)}), {sc.defaultParallelism} cores"
-            )
-            mapper = _SparkMapper(sc, say, size)
-            counts, redissected = write_tables(
+
+        def tables(mapper: Mapper) -> tuple[dict[str, int], int]:
+            return write_tables(
                 files,
                 staging,
                 ports=port_set,
@@ -325,16 +418,48 @@ def run(
                 say=say,
                 problems=skipped,
             )
+
+        # On this machine the first tasks run here while Spark starts (see head_start).
+        here = spark is None and runs_here(master) and "PYSPARK_GATEWAY_PORT" not in os.environ
+        head = HeadStart(say) if here else None
+        begun = _Background(tables, head) if head is not None else None
+        session: SparkSession | None = None
+        own = False
+        try:
+            if spark is None:
+                say("starting Spark")
+                # The lines of the work begun meanwhile wait while Java's start-up output goes
+                # to the log file.
+                with say.held():
+                    session, own = _session(master, progress, verbose)
+            else:
+                session = spark
+            sc = session.sparkContext
+            say(
+                f"{len(files)} capture file{'s' if len(files) != 1 else ''} "
+                f"({_megabytes(size)}), {sc.defaultParallelism} cores"
+            )
+            mapper = _SparkMapper(sc, say, size)
+            if head is None or begun is None:
+                counts, redissected = tables(mapper)
+            else:
+                head.take_over(mapper)
+                counts, redissected = begun.result()
             say("writing report.html")
             write_report(session, staging, counts, files)
         except BaseException:
-            if not own:  # a session we leave running: no job of this run goes on in it
+            if session is not None and not own:
+                # A session we leave running: no job of this run goes on in it.
                 with contextlib.suppress(Exception):
                     session.sparkContext.cancelAllJobs()
             raise
         finally:
-            if own:
-                session.stop()
+            if head is not None:
+                head.stop()
+            if own and session is not None:
+                _stop(session)
+            if begun is not None:
+                begun.wait()  # nothing of it is left writing into the staging folder
     report = os.path.join(out, REPORT_NAME)
     summary = Summary(
         out=out,
@@ -373,15 +498,24 @@ def local_map(label: str, function: Callable[[Any], Any], items: list[Any]) -> l
 
 
 class _SparkMapper:
-    """A :data:`Mapper` that runs a Spark task per item, with progress."""
+    """A :data:`Mapper` that runs a Spark task per item, with progress in capture bytes: those
+    of the items' splits (a scan's splits, a dissection's tasks), else the whole capture's."""
 
     def __init__(self, sc: SparkContext, say: _Progress, size: int) -> None:
         self.sc, self.say, self.size = sc, say, size
 
     def __call__(self, label: str, function: Callable[[Any], Any], items: list[Any]) -> list[Any]:
+        from amqp_codec.analyze.regions import Task
+        from amqp_codec.analyze.scan import Split
+
         if not items:
             return []
-        with self.say.watch(self.sc, f"amqp-codec-{label}", label, self.size):
+        splits = [item.split if isinstance(item, Task) else item for item in items]
+        known = [split for split in splits if isinstance(split, Split)]
+        total = sum(split.end - split.start for split in known)
+        if len(known) < len(splits):  # a fallback task reads whole streams
+            total = self.size
+        with self.say.watch(self.sc, f"amqp-codec-{label}", label, total):
             return self.sc.parallelize(items, len(items)).map(function).collect()
 
 

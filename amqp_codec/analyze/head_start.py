@@ -1,0 +1,134 @@
+"""The job's first tasks run in the driver while Spark starts, when Spark runs on this machine.
+
+Starting the driver's JVM takes a few seconds, during which one core runs the JVM and the
+others wait. On a local master the driver reads the same disks and writes the same output
+folder as the tasks, so :class:`HeadStart`, a :data:`~.job.Mapper`, runs a stage's tasks
+itself meanwhile (the same functions a Spark task runs, in a thread). Once the session is
+up, the tasks it has not begun go to Spark as usual, and its results join theirs: the
+tables cannot tell where a task ran. A small capture may be done before Spark is up. A
+cluster's driver does not do this (it may be far from the captures, and has other work).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["HeadStart", "HeadStartStopped", "runs_here"]
+
+_LOCAL_MASTER = re.compile(r"local(\[[^\]]*\])?")
+
+#: Runs a function over items, in parallel where it can (as :data:`~.job.Mapper`).
+_Mapper = Callable[[str, Callable[[Any], Any], list[Any]], list[Any]]
+
+
+def runs_here(master: str | None) -> bool:
+    """Whether a session started with ``master`` runs its tasks on this machine (a local
+    master; None is ``local[*]`` for a session this job starts)."""
+    return master is None or _LOCAL_MASTER.fullmatch(master) is not None
+
+
+class HeadStartStopped(Exception):
+    """The run stopped (interrupted, or Spark failed to start) before Spark took over."""
+
+
+class HeadStart:
+    """A mapper that runs each stage's tasks here, one at a time, until :meth:`take_over`
+    gives it Spark's mapper; then the tasks not begun go to Spark."""
+
+    def __init__(self, say: Callable[[str], None] | None = None) -> None:
+        self._say = say or (lambda message: None)
+        self._changed = threading.Condition()
+        self._spark: _Mapper | None = None
+        self._stopped = False
+
+    def take_over(self, spark: _Mapper) -> None:
+        """Spark is up: stages hand it the tasks they have not begun."""
+        with self._changed:
+            self._spark = spark
+            self._changed.notify_all()
+
+    def stop(self) -> None:
+        """Begin no more tasks here; a stage waiting for Spark raises
+        :class:`HeadStartStopped` once its task in hand is done."""
+        with self._changed:
+            self._stopped = True
+            self._changed.notify_all()
+
+    def _here(self) -> bool:
+        """Whether tasks still begin here (called holding the lock)."""
+        return self._spark is None and not self._stopped
+
+    def __call__(self, label: str, function: Callable[[Any], Any], items: list[Any]) -> list[Any]:
+        with self._changed:
+            spark = self._spark
+        if spark is not None:
+            return spark(label, function, items)
+        here = _Tasks(function, items, self._changed, self._here)
+        with self._changed:
+            self._changed.wait_for(lambda: here.finished or self._spark or self._stopped)
+            spark = self._spark
+        rest = here.hand_over()
+        if here.finished or spark is None:
+            here.join()  # raises what failed here
+        if rest and spark is None:
+            raise HeadStartStopped(f"{label}: stopped before Spark took over")
+        there = spark(label, function, [items[i] for i in rest]) if spark and rest else []
+        results = here.join()
+        if rest:
+            self._say(f"{label}: {len(items) - len(rest)} of {len(items)} tasks ran here")
+        results.update(zip(rest, there, strict=True))
+        return [results[i] for i in range(len(items))]
+
+
+class _Tasks:
+    """A thread that runs ``function`` over ``items`` in order until handed over, or until
+    ``here()`` (asked under the lock of ``changed``) says tasks no longer begin here."""
+
+    def __init__(
+        self,
+        function: Callable[[Any], Any],
+        items: list[Any],
+        changed: threading.Condition,
+        here: Callable[[], bool],
+    ) -> None:
+        self._function, self._items, self._changed, self._here = function, items, changed, here
+        self._next = 0
+        self._end = len(items)
+        self._results: dict[int, Any] = {}
+        self._failure: BaseException | None = None
+        self.finished = False
+        self._thread = threading.Thread(target=self._run, name="amqp-codec head start", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            while True:
+                with self._changed:
+                    if self._next >= self._end or not self._here():
+                        return
+                    index = self._next
+                    self._next += 1
+                self._results[index] = self._function(self._items[index])
+        except BaseException as error:  # raised again in the stage's thread
+            self._failure = error
+        finally:
+            with self._changed:
+                self.finished = True
+                self._changed.notify_all()
+
+    def hand_over(self) -> list[int]:
+        """Begin no more items; the indices of those not begun."""
+        with self._changed:
+            rest = list(range(self._next, self._end))
+            self._end = self._next
+        return rest
+
+    def join(self) -> dict[int, Any]:
+        """The results by index, once the item in hand is done (its failure raised)."""
+        self._thread.join()
+        if self._failure is not None:
+            raise self._failure
+        return self._results
