@@ -224,7 +224,13 @@ class _Source:
         """``part``'s owned pieces that end after ``start``, in stream order."""
         task = self.task
         if task.split is not None and part.split == task.split.index:
-            return (p for p in self.home_pieces.get(part.key, []) if p.offset + len(p.data) > start)
+            # Disjoint and in stream order: past the first piece that ends after ``start``,
+            # every one does.
+            home = self.home_pieces.get(part.key, [])
+            first = 0
+            while first < len(home) and home[first].offset + len(home[first].data) <= start:
+                first += 1
+            return iter(home[first:] if first else home)
         lazy = self.lazy.get(part.split)
         if lazy is None:
             windows = {key: w for (split, key), w in task.windows.items() if split == part.split}

@@ -43,6 +43,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from typing import NamedTuple
 
 from amqp_codec.capture.packets import TH_FIN, TH_RST, TH_SYN, Segment
@@ -150,6 +151,11 @@ class Piece(NamedTuple):
     """The bytes (never empty)."""
     capture: str = ""
     """The capture file of the segment that carried these bytes."""
+
+
+#: ``Piece`` from a 4-tuple without the named tuple's keyword-handling constructor: one per
+#: segment, on the hot path.
+_piece = partial(tuple.__new__, Piece)
 
 
 @dataclass(frozen=True, slots=True)
@@ -344,12 +350,13 @@ def place(candidates: list[_Candidate]) -> tuple[list[Piece], int, int]:
 
 def _in_order(candidates: list[_Candidate]) -> list[Piece] | None:
     """The pieces if no segment overlaps an earlier one in time (the common case), else None."""
-    pieces = []
+    pieces: list[Piece] = []
+    add = pieces.append
     position = -1
     for start, end, ts, data, capture in candidates:
         if start < position:
             return None
-        pieces.append(Piece(start, ts, data, capture))
+        add(_piece((start, ts, data, capture)))
         position = end
     return pieces
 
