@@ -8,6 +8,9 @@ import random
 from pathlib import Path
 from typing import Any
 
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from spark_support import (
     PASSWORD,
     PROTOCOL_HEADER,
@@ -18,10 +21,13 @@ from spark_support import (
     write_pcap,
 )
 
+from amqp_codec import testing, v0_8, v0_9_1, v0_10_draft
 from amqp_codec.analyze.streams import (
     REDACTED,
+    _dumps,
     analyze_connection,
     method_fields,
+    method_json,
     user_name,
 )
 from amqp_codec.analyze.tables import PROPERTIES, column_names
@@ -388,3 +394,27 @@ def test_a_reused_port_pair_is_two_connections(tmp_path: Path) -> None:
     # Each alone gives the rows it gives within the pair (but for the second one's name).
     alone = _tables(analyze_connection(_segments(tmp_path, later), ports={5672}))
     assert [r[2:] for r in alone["connections"]] == [r[2:] for r in rows["connections"][1:]]
+
+
+@pytest.mark.parametrize("spec", ["0-9-1", "0-8", "0-10-draft"])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_method_json_is_the_general_encoding(spec: str, data: st.DataObject) -> None:
+    """The fields column's shortcut writes exactly what encoding ``method_fields`` writes,
+    for any method, valid or not (non-ASCII and surrogate strings, tables, credentials)."""
+    version = {"0-9-1": v0_9_1, "0-8": v0_8, "0-10-draft": v0_10_draft}[spec]
+    method = data.draw(testing.methods(version, valid=data.draw(st.booleans())))
+    assert method_json(method) == _dumps(method_fields(method))
+
+
+@pytest.mark.parametrize(
+    "method",
+    [
+        Basic.Deliver("ctag", 2**63, True, "ex", 'key "quoted"\\'),
+        Basic.Publish(exchange="caf\u00e9", routing_key="k\udcff"),
+        Connection.StartOk({"product": "x"}, "PLAIN", b"\x00guest\x00secret", "en_US"),
+        Channel.Close(0, "", 0, 0),
+    ],
+)
+def test_method_json_on_strings_it_must_escape_or_leave_to_the_general_way(method: Any) -> None:
+    assert method_json(method) == _dumps(method_fields(method))

@@ -201,6 +201,49 @@ def frame_fields(frame: Frame) -> dict[str, Any] | None:
 
 #: One encoder for every row: ``json.dumps`` with options builds a new one per call.
 _dumps = json.JSONEncoder(allow_nan=False, separators=(",", ":"), ensure_ascii=False).encode
+#: How ``_dumps`` writes a string (``ensure_ascii=False``), quotes included.
+_json_string = json.encoder.encode_basestring
+
+#: Per method class without credentials: ``('{"name":', attr)`` for each field in order.
+_JSON_PLANS: dict[type[Method], tuple[tuple[str, str], ...] | None] = {}
+
+
+def method_json(method: Method) -> str:
+    """``_dumps(method_fields(method))``, written directly for the usual fields (ASCII
+    strings, integers, bits, absent values): a quarter of the time. Anything else (a field
+    table, bytes, a credential) goes the general way."""
+    kind = type(method)
+    plan = _JSON_PLANS.get(kind, ())
+    if plan == ():
+        plan = _JSON_PLANS[kind] = _json_plan(kind)
+    if not plan:
+        return _dumps(method_fields(method))
+    parts = []
+    for prefix, attr in plan:
+        value = getattr(method, attr)
+        of = type(value)
+        if of is str and value.isascii():
+            parts.append(prefix + _json_string(value))
+        elif of is int:
+            parts.append(prefix + int.__repr__(value))
+        elif of is bool:
+            parts.append(prefix + ("true" if value else "false"))
+        elif value is None:
+            parts.append(prefix + "null")
+        else:
+            return _dumps(method_fields(method))
+    parts.append("}")
+    return "".join(parts)
+
+
+def _json_plan(kind: type[Method]) -> tuple[tuple[str, str], ...] | None:
+    """The plan of :func:`method_json` for ``kind``; None: always the general way."""
+    if not kind.FIELDS or secret_fields(kind):
+        return None
+    return tuple(
+        (("{" if i == 0 else ",") + _json_string(spec.name) + ":", spec.attr)
+        for i, spec in enumerate(kind.FIELDS)
+    )
 
 
 def frame_type(frame: Frame) -> str:
@@ -882,7 +925,7 @@ class DirectionDissector:
         if cached is None:
             if len(self.json_cache) >= _JSON_CACHE_SIZE:
                 self.json_cache.clear()
-            cached = self.json_cache[method] = _dumps(method_fields(method))
+            cached = self.json_cache[method] = method_json(method)
         return cached
 
     def _message(self, message: Message | DraftMessage) -> None:
