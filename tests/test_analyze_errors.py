@@ -384,7 +384,7 @@ def test_a_bug_is_one_line_naming_the_log_file(
 # ------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("after", ["starting Spark", "cores"])
+@pytest.mark.parametrize("after", ["run here meanwhile)", "cores"])
 def test_interrupt_stops_spark_and_leaves_out_untouched(
     tmp_path: Path, captures: Path, tmp_path_factory: pytest.TempPathFactory, after: str
 ) -> None:

@@ -66,6 +66,8 @@ class HeadStart:
             spark = self._spark
         if spark is not None:
             return spark(label, function, items)
+        if not items:
+            return []
         here = _Tasks(function, items, self._changed, self._here)
         with self._changed:
             self._changed.wait_for(lambda: here.finished or self._spark or self._stopped)
@@ -75,10 +77,10 @@ class HeadStart:
             here.join()  # raises what failed here
         if rest and spark is None:
             raise HeadStartStopped(f"{label}: stopped before Spark took over")
+        begun = len(items) - len(rest)
+        self._say(f"{label}: {begun} of {len(items)} tasks run here while Spark started")
         there = spark(label, function, [items[i] for i in rest]) if spark and rest else []
         results = here.join()
-        if rest:
-            self._say(f"{label}: {len(items) - len(rest)} of {len(items)} tasks ran here")
         results.update(zip(rest, there, strict=True))
         return [results[i] for i in range(len(items))]
 

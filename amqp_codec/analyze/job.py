@@ -422,15 +422,17 @@ def run(
         # On this machine the first tasks run here while Spark starts (see head_start).
         here = spark is None and runs_here(master) and "PYSPARK_GATEWAY_PORT" not in os.environ
         head = HeadStart(say) if here else None
-        begun = _Background(tables, head) if head is not None else None
+        begun: _Background | None = None
         session: SparkSession | None = None
         own = False
         try:
             if spark is None:
-                say("starting Spark")
+                say("starting Spark" + (" (the first tasks run here meanwhile)" if head else ""))
                 # The lines of the work begun meanwhile wait while Java's start-up output goes
                 # to the log file.
                 with say.held():
+                    if head is not None:
+                        begun = _Background(tables, head)
                     session, own = _session(master, progress, verbose)
             else:
                 session = spark
