@@ -254,6 +254,7 @@ def _session(master: str | None, progress: bool, verbose: bool) -> tuple[SparkSe
     from pyspark.sql import SparkSession
 
     from amqp_codec.analyze.class_archive import archive_options, discard
+    from amqp_codec.analyze.head_start import runs_here
     from amqp_codec.analyze.logs import jvm_stderr, quiet_py4j
     from amqp_codec.analyze.preflight import java_command
 
@@ -276,8 +277,12 @@ def _session(master: str | None, progress: bool, verbose: bool) -> tuple[SparkSe
         archive_flags, archive = archive_options(java_command()[0])
         options = f"{_DRIVER_JAVA_OPTIONS} {archive_flags}".strip()
         builder = builder.config("spark.driver.defaultJavaOptions", options)
-    # The job reports its own progress (capture MB done, rate, ETA): Spark's bar stays off.
+    # The job reports its own progress (capture MB done, rate, ETA): Spark's bar stays off,
+    # and so does its web UI in a driver this job starts on a local master (starting it
+    # costs a third of a second; spark-submit's driver and a cluster's keep it).
     builder = builder.config("spark.ui.showConsoleProgress", "false")
+    if "PYSPARK_GATEWAY_PORT" not in os.environ and runs_here(master):
+        builder = builder.config("spark.ui.enabled", "false")
     # Executors fork their Python workers from a daemon that has the analysis imported.
     builder = builder.config("spark.python.daemon.module", "amqp_codec.analyze.daemon")
     quiet_py4j(verbose)
