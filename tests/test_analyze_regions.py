@@ -29,6 +29,7 @@ from spark_support import (
     write_pcap,
 )
 
+from amqp_codec.analyze import streams
 from amqp_codec.analyze.job import write_tables
 from amqp_codec.analyze.scan import PartKeys
 from amqp_codec.analyze.streams import analyze_connection, endpoints
@@ -255,3 +256,41 @@ def test_part_keys_remembered_per_endpoints_name_every_incarnation() -> None:
             flags = 0x12  # a SYN-ACK
         seg = Segment("c", index, 0.0, src, sport, dst, dport, seq, flags, b"x")
         assert keys.key(seg) == _reference_part_key(syns, seg), index
+
+
+def test_rows_keep_their_time_and_capture_when_the_piece_index_is_trimmed(
+    captures: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stream's index of pieces (for timestamps and capture files) drops what no row can
+    still name as it goes (``streams.INDEX_TRIM`` pieces at a time). Trimmed at every other
+    piece, every row is as with no trimming at all: in one pass over each whole stream
+    (as a stream dissected again is), over gaps, resyncs, messages spanning dozens of
+    segments and a connection spanning two capture files, and in regions."""
+    paths = [*captures, str(SAMPLES), _rotated(tmp_path / "rotated")]
+    expected = _reference(paths)
+    monkeypatch.setattr(streams, "INDEX_TRIM", 2)
+    monkeypatch.setattr(streams, "_BATCH_BYTES", 1)  # pieces fed one by one, as at scale
+    assert _reference(paths) == expected
+    write_tables(paths, str(tmp_path / "out"), split_bytes=1500)
+    got = _written(tmp_path / "out")
+    for name in TABLES:
+        assert got[name] == expected[name], name
+
+
+def _rotated(folder: Path) -> str:
+    """One connection in two capture files, as a ring buffer rotates them: the second file
+    begins with a message of three body frames in small segments (its row names the file of
+    its method, which a trimmed index must still know when the last body comes), then bytes
+    that never make a frame again (the resync row is dated from where they began)."""
+    folder.mkdir()
+    talk = Conversation(client=("10.1.0.9", 40009), ts=1_700_000_100.0).handshake()
+    client, server = opening()
+    talk.send("client", client).send("server", server)
+    rotation = len(talk.packets)
+    talk.send("client", frames(*message_frames(1, "ex", "rotated", b"r" * 9000)), mss=120)
+    talk.send("client", bytes(range(7, 250)) * 20, mss=100).fin("client").fin("server")
+    first, second = Conversation(), Conversation()
+    first.packets, second.packets = talk.packets[:rotation], talk.packets[rotation:]
+    write_pcap(folder / "ring-1.pcap", first)
+    write_pcap(folder / "ring-2.pcap", second)
+    return str(folder)

@@ -400,6 +400,9 @@ SYNC_CHAIN = 4
 FOLLOW_LIMIT = 64 * 2**20
 # Contiguous stream bytes fed to the dissector at once.
 _BATCH_BYTES = 64 * 1024
+#: Pieces indexed (for timestamps and capture files) before those no row can still name are
+#: dropped: the index of a stream dissected in one pass does not grow with the stream.
+INDEX_TRIM = 1 << 16
 _CONTENT_FRAMES = (ContentHeaderFrame, ContentBodyFrame, DraftHeaderFrame, DraftBodyFrame)
 
 
@@ -437,6 +440,7 @@ class DirectionDissector:
         self.stamps: list[float] = []  # their timestamps
         self.captures: list[str] = []  # and capture files
         self._last_piece = 0  # index in starts of the piece _where found last
+        self._trim_at = INDEX_TRIM  # len(starts) that sets off the next _trim_index
         self.content: dict[int, tuple[int, float]] = {}  # channel -> content method offset, ts
         self.first = region.index == 0
         self.later = region.index > 0
@@ -546,6 +550,8 @@ class DirectionDissector:
 
     def _take(self, position: int, data: bytes, ts: float, capture: str) -> None:
         """Index a piece (for timestamps and capture files) and add it to the batch."""
+        if len(self.starts) >= self._trim_at:
+            self._trim_index()
         self.starts.append(position)
         self.stamps.append(ts)
         self.captures.append(capture)
@@ -644,6 +650,22 @@ class DirectionDissector:
 
     def _ts(self, offset: int) -> float | None:
         return self._where(offset)[0]
+
+    def _trim_index(self) -> None:
+        """Drop the pieces before the one holding the oldest offset a row can still name:
+        the dissector's (a frame being decoded, a resync's skipped range; bytes not fed yet
+        come after it, and a region still looking for its first frame has a dissector that
+        has not begun, at 0) or a message's in progress (its content method's). The first
+        piece stays: a message whose method came before the region is dated from there
+        (:meth:`_where` of None)."""
+        oldest = self.dissector.oldest_offset
+        for offset, _ts in self.content.values():
+            oldest = min(oldest, offset)
+        cut = bisect.bisect_right(self.starts, oldest) - 1
+        if cut > 1:
+            del self.starts[1:cut], self.stamps[1:cut], self.captures[1:cut]
+            self._last_piece = max(self._last_piece - (cut - 1), 0)
+        self._trim_at = len(self.starts) + INDEX_TRIM
 
     def _owns(self, offset: int) -> bool:
         end = self.region.end

@@ -400,6 +400,15 @@ class StreamDissector:
         return len(self._window)
 
     @property
+    def oldest_offset(self) -> int:
+        """The smallest stream offset an event still to come can name: the bytes it holds
+        start there (those of the frame being decoded, or the resync scan's), or the skipped
+        range a resync will report does."""
+        if self._scanning:
+            return min(self._window_base, self._skip_start)
+        return self._window_base
+
+    @property
     def at_frame_boundary(self) -> bool:
         """Every byte fed so far was part of a whole frame: none is held for a frame still
         incomplete, and no resynchronisation is under way."""
