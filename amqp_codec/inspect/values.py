@@ -98,7 +98,11 @@ def _json_str(text: str) -> Any:
 
 def json_value(value: Any) -> Any:
     """A JSON-ready value: bytes become {"hex": ...}, tables lists of entries with tags."""
-    if value is None or isinstance(value, bool):
+    kind = type(value)
+    # The usual values first, by exact type (subclasses such as IntEnum go the long way).
+    if kind is str:
+        return value if value.isascii() else _json_str(value)
+    if kind is int or kind is bool or value is None:
         return value
     if isinstance(value, PackedStruct):
         return json_struct(value)
