@@ -71,6 +71,39 @@ def _batch(columns: Columns, schema: pa.Schema, rows: Sequence[tuple[Any, ...]])
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
+#: Columns whose values are mostly distinct: Parquet's dictionary encoding, which every
+#: other string column gets, would hash each value only to give up on the page.
+_DISTINCT = frozenset(
+    {
+        "fields",
+        "headers",
+        "correlation_id",
+        "message_id",
+        "body_sha256",
+        "detail",
+        "client_properties",
+        "server_properties",
+    }
+)
+
+
+def _dictionary_columns(columns: Columns) -> list[str]:
+    """The columns written with a dictionary: strings (and structs' strings) not in
+    :data:`_DISTINCT`; numbers, mostly distinct, go plain."""
+    names = []
+    for column in columns:
+        if isinstance(column.type, str):
+            if column.type == "string" and column.name not in _DISTINCT:
+                names.append(column.name)
+        else:
+            names += [
+                f"{column.name}.{sub.name}"
+                for sub in column.type
+                if sub.type == "string" and sub.name not in _DISTINCT
+            ]
+    return names
+
+
 class TableWriters:
     """One part file per table under ``out``, named ``part-{name}.parquet``; rows are
     buffered per table and written in row groups. Every table gets its file, empty or not,
@@ -106,7 +139,11 @@ class TableWriters:
             folder = os.path.join(self.out, table)
             os.makedirs(folder, exist_ok=True)
             path = os.path.join(folder, f"part-{self.name}.parquet")
-            writer = self._writers[table] = pq.ParquetWriter(path, arrow_schema(TABLES[table]))
+            writer = self._writers[table] = pq.ParquetWriter(
+                path,
+                arrow_schema(TABLES[table]),
+                use_dictionary=_dictionary_columns(TABLES[table]),
+            )
             self.files[table] = path
         if rows:
             columns = TABLES[table]
