@@ -12,6 +12,8 @@ a thread does not survive a fork): not pyarrow, which the tasks import themselve
 
 from __future__ import annotations
 
+import gc
+
 # The worker's own module, which pyspark's daemon would import after each fork.
 import pyspark.worker  # noqa: F401
 from pyspark.daemon import manager
@@ -20,4 +22,10 @@ from pyspark.daemon import manager
 from amqp_codec.analyze import regions, scan, tally, tops  # noqa: F401
 
 if __name__ == "__main__":
+    # What is imported now lives as long as the workers: kept out of the collector's passes
+    # (and so untouched, shared with the daemon after each fork). The tasks make millions of
+    # short-lived objects and next to no cycles: the young generation is collected after
+    # 10,000 allocations instead of 700. Together 1.2% of a dissecting task's instructions.
+    gc.freeze()
+    gc.set_threshold(10_000, 10, 10)
     manager()
