@@ -637,7 +637,9 @@ class StreamDissector:
                 self._forget()
         stats.frames += 1
         stats.by_type[FRAME_TYPE_NAMES.get(kind) or _type_name(frame)] += 1
-        if kind in _METHOD_TYPES or isinstance(frame, (MethodFrame, DraftMethodFrame)):
+        if kind in _METHOD_TYPES or (
+            kind not in FRAME_TYPE_NAMES and isinstance(frame, (MethodFrame, DraftMethodFrame))
+        ):
             method = frame.method  # type: ignore[union-attr]
             stats.methods[method.NAME] += 1
             if method.NAME in ("connection.tune", "connection.tune-ok"):
