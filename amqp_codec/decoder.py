@@ -113,6 +113,10 @@ _ContentBodyFrameTwin = writable_twin(ContentBodyFrame)
 
 #: Below this many bytes a body piece is sliced rather than viewed (see _spanning_body).
 _SLICE_MAX = 4096
+#: A frame of at most this many bytes (header and end included) that the last chunk cut is
+#: completed by joining the next chunk to it as soon as it comes (see receive_data); a larger
+#: one waits in the queue for its last chunk.
+_JOIN_MAX = 8192
 
 _HEARTBEAT = HeartbeatFrame(0)  # frozen, so one instance serves every heartbeat
 
@@ -255,14 +259,26 @@ class FrameDecoder:
         if self._error is not None:
             return  # the stream is dead (next_frame re-raises): keep nothing more
         chunk = data if type(data) is bytes else bytes(data)
-        if not self._pending_len and self._pos == len(self._buf):
-            # Everything so far is decoded: decode the new chunk in place, no copy.
-            self._base += self._pos
-            self._buf = chunk
-            self._pos = 0
-        else:
-            self._pending.append(chunk)
-            self._pending_len += len(chunk)
+        if not self._pending_len:
+            pos = self._pos
+            rest = len(self._buf) - pos
+            if not rest:
+                # Everything so far is decoded: decode the new chunk in place, no copy.
+                self._base += pos
+                self._buf = chunk
+                self._pos = 0
+                return
+            need = self._need
+            if 0 < need <= _JOIN_MAX and rest + len(chunk) >= need:
+                # The end of the last chunk cut a small frame, which this one completes: join
+                # them now (the tail is shorter than the frame), so next_frame finds it whole.
+                self._base += pos
+                self._buf = self._buf[pos:] + chunk
+                self._pos = 0
+                self._need = 0
+                return
+        self._pending.append(chunk)
+        self._pending_len += len(chunk)
 
     def _fill(self, needed: int) -> bool:
         """Make ``needed`` bytes available at ``_buf[_pos:]``; False if not received yet."""
@@ -346,6 +362,12 @@ class FrameDecoder:
                             header.__class__ = ContentHeaderFrame
                             self._pos = end + 1
                             return header  # type: ignore[no-any-return]
+            elif (
+                end >= len(buf) and size <= self._limit and not self._pending_len and not self._eof
+            ):
+                # Cut by the end of the chunk: wait for the rest (see receive_data).
+                self._need = end + 1 - pos
+                return NEED_DATA
         if self._error is not None:
             raise self._error
         if len(buf) - pos + self._pending_len < self._need and not self._eof:
