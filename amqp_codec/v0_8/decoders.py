@@ -135,6 +135,78 @@ _TestStringOk: Any = writable_twin(Test.StringOk)
 _TestTable: Any = writable_twin(Test.Table)
 _TestTableOk: Any = writable_twin(Test.TableOk)
 _TestContentOk: Any = writable_twin(Test.ContentOk)
+# The frozen classes themselves, one global load each where they are given.
+_ConnectionStartClass = Connection.Start
+_ConnectionStartOkClass = Connection.StartOk
+_ConnectionSecureClass = Connection.Secure
+_ConnectionSecureOkClass = Connection.SecureOk
+_ConnectionTuneClass = Connection.Tune
+_ConnectionTuneOkClass = Connection.TuneOk
+_ConnectionOpenClass = Connection.Open
+_ConnectionOpenOkClass = Connection.OpenOk
+_ConnectionRedirectClass = Connection.Redirect
+_ConnectionCloseClass = Connection.Close
+_ChannelOpenClass = Channel.Open
+_ChannelFlowClass = Channel.Flow
+_ChannelFlowOkClass = Channel.FlowOk
+_ChannelAlertClass = Channel.Alert
+_ChannelCloseClass = Channel.Close
+_AccessRequestClass = Access.Request
+_AccessRequestOkClass = Access.RequestOk
+_ExchangeDeclareClass = Exchange.Declare
+_ExchangeDeleteClass = Exchange.Delete
+_QueueDeclareClass = Queue.Declare
+_QueueDeclareOkClass = Queue.DeclareOk
+_QueueBindClass = Queue.Bind
+_QueuePurgeClass = Queue.Purge
+_QueuePurgeOkClass = Queue.PurgeOk
+_QueueDeleteClass = Queue.Delete
+_QueueDeleteOkClass = Queue.DeleteOk
+_QueueUnbindClass = Queue.Unbind
+_BasicQosClass = Basic.Qos
+_BasicConsumeClass = Basic.Consume
+_BasicConsumeOkClass = Basic.ConsumeOk
+_BasicCancelClass = Basic.Cancel
+_BasicCancelOkClass = Basic.CancelOk
+_BasicPublishClass = Basic.Publish
+_BasicReturnClass = Basic.Return
+_BasicDeliverClass = Basic.Deliver
+_BasicGetClass = Basic.Get
+_BasicGetOkClass = Basic.GetOk
+_BasicGetEmptyClass = Basic.GetEmpty
+_BasicAckClass = Basic.Ack
+_BasicRejectClass = Basic.Reject
+_BasicRecoverClass = Basic.Recover
+_BasicRecoverAsyncClass = Basic.RecoverAsync
+_FileQosClass = File.Qos
+_FileConsumeClass = File.Consume
+_FileConsumeOkClass = File.ConsumeOk
+_FileCancelClass = File.Cancel
+_FileCancelOkClass = File.CancelOk
+_FileOpenClass = File.Open
+_FileOpenOkClass = File.OpenOk
+_FilePublishClass = File.Publish
+_FileReturnClass = File.Return
+_FileDeliverClass = File.Deliver
+_FileAckClass = File.Ack
+_FileRejectClass = File.Reject
+_StreamQosClass = Stream.Qos
+_StreamConsumeClass = Stream.Consume
+_StreamConsumeOkClass = Stream.ConsumeOk
+_StreamCancelClass = Stream.Cancel
+_StreamCancelOkClass = Stream.CancelOk
+_StreamPublishClass = Stream.Publish
+_StreamReturnClass = Stream.Return
+_StreamDeliverClass = Stream.Deliver
+_DtxStartClass = Dtx.Start
+_TunnelRequestClass = Tunnel.Request
+_TestIntegerClass = Test.Integer
+_TestIntegerOkClass = Test.IntegerOk
+_TestStringClass = Test.String
+_TestStringOkClass = Test.StringOk
+_TestTableClass = Test.Table
+_TestTableOkClass = Test.TableOk
+_TestContentOkClass = Test.ContentOk
 # Property lists the same way: the twin has an instance dict like the frozen class, and only
 # the properties present are stored in it (absent ones read the class's None).
 _BasicProperties: Any = writable_twin(BasicProperties)
@@ -172,7 +244,7 @@ def decode_connection_start(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.server_properties = server_properties
     m.mechanisms = mechanisms
     m.locales = locales
-    m.__class__ = Connection.Start
+    m.__class__ = _ConnectionStartClass
     return m  # type: ignore[no-any-return]
 
 
@@ -180,11 +252,12 @@ def decode_connection_start_ok(buf: bytes, o: int, end: int, depth: int) -> Meth
     """Decode the arguments of connection.start-ok."""
     client_properties, o = decode_table(buf, o, end, depth)
     n = buf[o]
+    o += 1
     try:
-        mechanism = buf[o + 1 : o + 1 + n].decode()
+        mechanism = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        mechanism = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        mechanism = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     (n,) = _UNPACK_I(buf, o)
     o += 4
     if o + n > end:
@@ -192,11 +265,12 @@ def decode_connection_start_ok(buf: bytes, o: int, end: int, depth: int) -> Meth
     response = buf[o : o + n]
     o += n
     n = buf[o]
+    o += 1
     try:
-        locale = buf[o + 1 : o + 1 + n].decode()
+        locale = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        locale = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        locale = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _ConnectionStartOk()
@@ -204,7 +278,7 @@ def decode_connection_start_ok(buf: bytes, o: int, end: int, depth: int) -> Meth
     m.mechanism = mechanism
     m.response = response
     m.locale = locale
-    m.__class__ = Connection.StartOk
+    m.__class__ = _ConnectionStartOkClass
     return m  # type: ignore[no-any-return]
 
 
@@ -220,7 +294,7 @@ def decode_connection_secure(buf: bytes, o: int, end: int, depth: int) -> Method
         raise _overrun(o, end)
     m = _ConnectionSecure()
     m.challenge = challenge
-    m.__class__ = Connection.Secure
+    m.__class__ = _ConnectionSecureClass
     return m  # type: ignore[no-any-return]
 
 
@@ -236,7 +310,7 @@ def decode_connection_secure_ok(buf: bytes, o: int, end: int, depth: int) -> Met
         raise _overrun(o, end)
     m = _ConnectionSecureOk()
     m.response = response
-    m.__class__ = Connection.SecureOk
+    m.__class__ = _ConnectionSecureOkClass
     return m  # type: ignore[no-any-return]
 
 
@@ -250,7 +324,7 @@ def decode_connection_tune(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.channel_max = channel_max
     m.frame_max = frame_max
     m.heartbeat = heartbeat
-    m.__class__ = Connection.Tune
+    m.__class__ = _ConnectionTuneClass
     return m  # type: ignore[no-any-return]
 
 
@@ -264,75 +338,80 @@ def decode_connection_tune_ok(buf: bytes, o: int, end: int, depth: int) -> Metho
     m.channel_max = channel_max
     m.frame_max = frame_max
     m.heartbeat = heartbeat
-    m.__class__ = Connection.TuneOk
+    m.__class__ = _ConnectionTuneOkClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_connection_open(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of connection.open."""
     n = buf[o]
+    o += 1
     try:
-        virtual_host = buf[o + 1 : o + 1 + n].decode()
+        virtual_host = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        virtual_host = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        virtual_host = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        capabilities = buf[o + 1 : o + 1 + n].decode()
+        capabilities = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        capabilities = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        capabilities = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    insist = (bits0 & 1) != 0
+    insist = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _ConnectionOpen()
     m.virtual_host = virtual_host
     m.capabilities = capabilities
     m.insist = insist
-    m.__class__ = Connection.Open
+    m.__class__ = _ConnectionOpenClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_connection_open_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of connection.open-ok."""
     n = buf[o]
+    o += 1
     try:
-        known_hosts = buf[o + 1 : o + 1 + n].decode()
+        known_hosts = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        known_hosts = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        known_hosts = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _ConnectionOpenOk()
     m.known_hosts = known_hosts
-    m.__class__ = Connection.OpenOk
+    m.__class__ = _ConnectionOpenOkClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_connection_redirect(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of connection.redirect."""
     n = buf[o]
+    o += 1
     try:
-        host = buf[o + 1 : o + 1 + n].decode()
+        host = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        host = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        host = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        known_hosts = buf[o + 1 : o + 1 + n].decode()
+        known_hosts = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        known_hosts = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        known_hosts = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _ConnectionRedirect()
     m.host = host
     m.known_hosts = known_hosts
-    m.__class__ = Connection.Redirect
+    m.__class__ = _ConnectionRedirectClass
     return m  # type: ignore[no-any-return]
 
 
@@ -341,11 +420,12 @@ def decode_connection_close(buf: bytes, o: int, end: int, depth: int) -> Method:
     (reply_code,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        reply_text = buf[o + 1 : o + 1 + n].decode()
+        reply_text = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        reply_text = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        reply_text = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     class_id, method_id = _UNPACK_HH(buf, o)
     o += 4
     if o != end:
@@ -355,7 +435,7 @@ def decode_connection_close(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.reply_text = reply_text
     m.class_id = class_id
     m.method_id = method_id
-    m.__class__ = Connection.Close
+    m.__class__ = _ConnectionCloseClass
     return m  # type: ignore[no-any-return]
 
 
@@ -369,16 +449,17 @@ def decode_connection_close_ok(buf: bytes, o: int, end: int, depth: int) -> Meth
 def decode_channel_open(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of channel.open."""
     n = buf[o]
+    o += 1
     try:
-        out_of_band = buf[o + 1 : o + 1 + n].decode()
+        out_of_band = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        out_of_band = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        out_of_band = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _ChannelOpen()
     m.out_of_band = out_of_band
-    m.__class__ = Channel.Open
+    m.__class__ = _ChannelOpenClass
     return m  # type: ignore[no-any-return]
 
 
@@ -395,12 +476,12 @@ def decode_channel_flow(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    active = (bits0 & 1) != 0
+    active = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _ChannelFlow()
     m.active = active
-    m.__class__ = Channel.Flow
+    m.__class__ = _ChannelFlowClass
     return m  # type: ignore[no-any-return]
 
 
@@ -410,12 +491,12 @@ def decode_channel_flow_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    active = (bits0 & 1) != 0
+    active = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _ChannelFlowOk()
     m.active = active
-    m.__class__ = Channel.FlowOk
+    m.__class__ = _ChannelFlowOkClass
     return m  # type: ignore[no-any-return]
 
 
@@ -424,11 +505,12 @@ def decode_channel_alert(buf: bytes, o: int, end: int, depth: int) -> Method:
     (reply_code,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        reply_text = buf[o + 1 : o + 1 + n].decode()
+        reply_text = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        reply_text = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        reply_text = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     details, o = decode_table(buf, o, end, depth)
     if o != end:
         raise _overrun(o, end)
@@ -436,7 +518,7 @@ def decode_channel_alert(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.reply_code = reply_code
     m.reply_text = reply_text
     m.details = details
-    m.__class__ = Channel.Alert
+    m.__class__ = _ChannelAlertClass
     return m  # type: ignore[no-any-return]
 
 
@@ -445,11 +527,12 @@ def decode_channel_close(buf: bytes, o: int, end: int, depth: int) -> Method:
     (reply_code,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        reply_text = buf[o + 1 : o + 1 + n].decode()
+        reply_text = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        reply_text = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        reply_text = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     class_id, method_id = _UNPACK_HH(buf, o)
     o += 4
     if o != end:
@@ -459,7 +542,7 @@ def decode_channel_close(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.reply_text = reply_text
     m.class_id = class_id
     m.method_id = method_id
-    m.__class__ = Channel.Close
+    m.__class__ = _ChannelCloseClass
     return m  # type: ignore[no-any-return]
 
 
@@ -473,11 +556,12 @@ def decode_channel_close_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
 def decode_access_request(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of access.request."""
     n = buf[o]
+    o += 1
     try:
-        realm = buf[o + 1 : o + 1 + n].decode()
+        realm = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        realm = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        realm = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 31:  # located by diagnose.locate_method_error
@@ -496,7 +580,7 @@ def decode_access_request(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.active = active
     m.write = write
     m.read = read
-    m.__class__ = Access.Request
+    m.__class__ = _AccessRequestClass
     return m  # type: ignore[no-any-return]
 
 
@@ -508,7 +592,7 @@ def decode_access_request_ok(buf: bytes, o: int, end: int, depth: int) -> Method
         raise _overrun(o, end)
     m = _AccessRequestOk()
     m.ticket = ticket
-    m.__class__ = Access.RequestOk
+    m.__class__ = _AccessRequestOkClass
     return m  # type: ignore[no-any-return]
 
 
@@ -517,17 +601,19 @@ def decode_exchange_declare(buf: bytes, o: int, end: int, depth: int) -> Method:
     (ticket,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        type = buf[o + 1 : o + 1 + n].decode()
+        type = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        type = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        type = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 31:  # located by diagnose.locate_method_error
@@ -550,7 +636,7 @@ def decode_exchange_declare(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.internal = internal
     m.nowait = nowait
     m.arguments = arguments
-    m.__class__ = Exchange.Declare
+    m.__class__ = _ExchangeDeclareClass
     return m  # type: ignore[no-any-return]
 
 
@@ -566,11 +652,12 @@ def decode_exchange_delete(buf: bytes, o: int, end: int, depth: int) -> Method:
     (ticket,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 3:  # located by diagnose.locate_method_error
@@ -584,7 +671,7 @@ def decode_exchange_delete(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.exchange = exchange
     m.if_unused = if_unused
     m.nowait = nowait
-    m.__class__ = Exchange.Delete
+    m.__class__ = _ExchangeDeleteClass
     return m  # type: ignore[no-any-return]
 
 
@@ -600,11 +687,12 @@ def decode_queue_declare(buf: bytes, o: int, end: int, depth: int) -> Method:
     (ticket,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        queue = buf[o + 1 : o + 1 + n].decode()
+        queue = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        queue = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 31:  # located by diagnose.locate_method_error
@@ -626,18 +714,19 @@ def decode_queue_declare(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.auto_delete = auto_delete
     m.nowait = nowait
     m.arguments = arguments
-    m.__class__ = Queue.Declare
+    m.__class__ = _QueueDeclareClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_queue_declare_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of queue.declare-ok."""
     n = buf[o]
+    o += 1
     try:
-        queue = buf[o + 1 : o + 1 + n].decode()
+        queue = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        queue = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     message_count, consumer_count = _UNPACK_II(buf, o)
     o += 8
     if o != end:
@@ -646,7 +735,7 @@ def decode_queue_declare_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.queue = queue
     m.message_count = message_count
     m.consumer_count = consumer_count
-    m.__class__ = Queue.DeclareOk
+    m.__class__ = _QueueDeclareOkClass
     return m  # type: ignore[no-any-return]
 
 
@@ -655,28 +744,31 @@ def decode_queue_bind(buf: bytes, o: int, end: int, depth: int) -> Method:
     (ticket,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        queue = buf[o + 1 : o + 1 + n].decode()
+        queue = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        queue = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        routing_key = buf[o + 1 : o + 1 + n].decode()
+        routing_key = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        routing_key = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    nowait = (bits0 & 1) != 0
+    nowait = bits0 == 1
     arguments, o = decode_table(buf, o, end, depth)
     if o != end:
         raise _overrun(o, end)
@@ -687,7 +779,7 @@ def decode_queue_bind(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.routing_key = routing_key
     m.nowait = nowait
     m.arguments = arguments
-    m.__class__ = Queue.Bind
+    m.__class__ = _QueueBindClass
     return m  # type: ignore[no-any-return]
 
 
@@ -703,23 +795,24 @@ def decode_queue_purge(buf: bytes, o: int, end: int, depth: int) -> Method:
     (ticket,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        queue = buf[o + 1 : o + 1 + n].decode()
+        queue = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        queue = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    nowait = (bits0 & 1) != 0
+    nowait = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _QueuePurge()
     m.ticket = ticket
     m.queue = queue
     m.nowait = nowait
-    m.__class__ = Queue.Purge
+    m.__class__ = _QueuePurgeClass
     return m  # type: ignore[no-any-return]
 
 
@@ -731,7 +824,7 @@ def decode_queue_purge_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
         raise _overrun(o, end)
     m = _QueuePurgeOk()
     m.message_count = message_count
-    m.__class__ = Queue.PurgeOk
+    m.__class__ = _QueuePurgeOkClass
     return m  # type: ignore[no-any-return]
 
 
@@ -740,11 +833,12 @@ def decode_queue_delete(buf: bytes, o: int, end: int, depth: int) -> Method:
     (ticket,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        queue = buf[o + 1 : o + 1 + n].decode()
+        queue = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        queue = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 7:  # located by diagnose.locate_method_error
@@ -760,7 +854,7 @@ def decode_queue_delete(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.if_unused = if_unused
     m.if_empty = if_empty
     m.nowait = nowait
-    m.__class__ = Queue.Delete
+    m.__class__ = _QueueDeleteClass
     return m  # type: ignore[no-any-return]
 
 
@@ -772,7 +866,7 @@ def decode_queue_delete_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
         raise _overrun(o, end)
     m = _QueueDeleteOk()
     m.message_count = message_count
-    m.__class__ = Queue.DeleteOk
+    m.__class__ = _QueueDeleteOkClass
     return m  # type: ignore[no-any-return]
 
 
@@ -781,23 +875,26 @@ def decode_queue_unbind(buf: bytes, o: int, end: int, depth: int) -> Method:
     (ticket,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        queue = buf[o + 1 : o + 1 + n].decode()
+        queue = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        queue = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        routing_key = buf[o + 1 : o + 1 + n].decode()
+        routing_key = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        routing_key = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     arguments, o = decode_table(buf, o, end, depth)
     if o != end:
         raise _overrun(o, end)
@@ -807,7 +904,7 @@ def decode_queue_unbind(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.exchange = exchange
     m.routing_key = routing_key
     m.arguments = arguments
-    m.__class__ = Queue.Unbind
+    m.__class__ = _QueueUnbindClass
     return m  # type: ignore[no-any-return]
 
 
@@ -824,14 +921,14 @@ def decode_basic_qos(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 7
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    global_ = (bits0 & 1) != 0
+    global_ = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _BasicQos()
     m.prefetch_size = prefetch_size
     m.prefetch_count = prefetch_count
     m.global_ = global_
-    m.__class__ = Basic.Qos
+    m.__class__ = _BasicQosClass
     return m  # type: ignore[no-any-return]
 
 
@@ -847,17 +944,19 @@ def decode_basic_consume(buf: bytes, o: int, end: int, depth: int) -> Method:
     (ticket,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        queue = buf[o + 1 : o + 1 + n].decode()
+        queue = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        queue = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+        consumer_tag = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 15:  # located by diagnose.locate_method_error
@@ -876,61 +975,64 @@ def decode_basic_consume(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.no_ack = no_ack
     m.exclusive = exclusive
     m.nowait = nowait
-    m.__class__ = Basic.Consume
+    m.__class__ = _BasicConsumeClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_basic_consume_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.consume-ok."""
     n = buf[o]
+    o += 1
     try:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+        consumer_tag = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _BasicConsumeOk()
     m.consumer_tag = consumer_tag
-    m.__class__ = Basic.ConsumeOk
+    m.__class__ = _BasicConsumeOkClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_basic_cancel(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.cancel."""
     n = buf[o]
+    o += 1
     try:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+        consumer_tag = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    nowait = (bits0 & 1) != 0
+    nowait = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _BasicCancel()
     m.consumer_tag = consumer_tag
     m.nowait = nowait
-    m.__class__ = Basic.Cancel
+    m.__class__ = _BasicCancelClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_basic_cancel_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.cancel-ok."""
     n = buf[o]
+    o += 1
     try:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+        consumer_tag = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _BasicCancelOk()
     m.consumer_tag = consumer_tag
-    m.__class__ = Basic.CancelOk
+    m.__class__ = _BasicCancelOkClass
     return m  # type: ignore[no-any-return]
 
 
@@ -939,17 +1041,19 @@ def decode_basic_publish(buf: bytes, o: int, end: int, depth: int) -> Method:
     (ticket,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        routing_key = buf[o + 1 : o + 1 + n].decode()
+        routing_key = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        routing_key = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 3:  # located by diagnose.locate_method_error
@@ -964,7 +1068,7 @@ def decode_basic_publish(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.routing_key = routing_key
     m.mandatory = mandatory
     m.immediate = immediate
-    m.__class__ = Basic.Publish
+    m.__class__ = _BasicPublishClass
     return m  # type: ignore[no-any-return]
 
 
@@ -973,23 +1077,26 @@ def decode_basic_return_(buf: bytes, o: int, end: int, depth: int) -> Method:
     (reply_code,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        reply_text = buf[o + 1 : o + 1 + n].decode()
+        reply_text = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        reply_text = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        reply_text = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        routing_key = buf[o + 1 : o + 1 + n].decode()
+        routing_key = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        routing_key = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _BasicReturn()
@@ -997,35 +1104,38 @@ def decode_basic_return_(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.reply_text = reply_text
     m.exchange = exchange
     m.routing_key = routing_key
-    m.__class__ = Basic.Return
+    m.__class__ = _BasicReturnClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_basic_deliver(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.deliver."""
     n = buf[o]
+    o += 1
     try:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+        consumer_tag = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     delivery_tag, bits0 = _UNPACK_QB(buf, o)
     o += 9
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    redelivered = (bits0 & 1) != 0
+    redelivered = bits0 == 1
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        routing_key = buf[o + 1 : o + 1 + n].decode()
+        routing_key = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        routing_key = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _BasicDeliver()
@@ -1034,7 +1144,7 @@ def decode_basic_deliver(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.redelivered = redelivered
     m.exchange = exchange
     m.routing_key = routing_key
-    m.__class__ = Basic.Deliver
+    m.__class__ = _BasicDeliverClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1043,23 +1153,24 @@ def decode_basic_get(buf: bytes, o: int, end: int, depth: int) -> Method:
     (ticket,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        queue = buf[o + 1 : o + 1 + n].decode()
+        queue = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        queue = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    no_ack = (bits0 & 1) != 0
+    no_ack = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _BasicGet()
     m.ticket = ticket
     m.queue = queue
     m.no_ack = no_ack
-    m.__class__ = Basic.Get
+    m.__class__ = _BasicGetClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1069,19 +1180,21 @@ def decode_basic_get_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 9
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    redelivered = (bits0 & 1) != 0
+    redelivered = bits0 == 1
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        routing_key = buf[o + 1 : o + 1 + n].decode()
+        routing_key = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        routing_key = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     (message_count,) = _UNPACK_I(buf, o)
     o += 4
     if o != end:
@@ -1092,23 +1205,24 @@ def decode_basic_get_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.exchange = exchange
     m.routing_key = routing_key
     m.message_count = message_count
-    m.__class__ = Basic.GetOk
+    m.__class__ = _BasicGetOkClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_basic_get_empty(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.get-empty."""
     n = buf[o]
+    o += 1
     try:
-        cluster_id = buf[o + 1 : o + 1 + n].decode()
+        cluster_id = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        cluster_id = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        cluster_id = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _BasicGetEmpty()
     m.cluster_id = cluster_id
-    m.__class__ = Basic.GetEmpty
+    m.__class__ = _BasicGetEmptyClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1118,13 +1232,13 @@ def decode_basic_ack(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 9
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    multiple = (bits0 & 1) != 0
+    multiple = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _BasicAck()
     m.delivery_tag = delivery_tag
     m.multiple = multiple
-    m.__class__ = Basic.Ack
+    m.__class__ = _BasicAckClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1134,13 +1248,13 @@ def decode_basic_reject(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 9
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    requeue = (bits0 & 1) != 0
+    requeue = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _BasicReject()
     m.delivery_tag = delivery_tag
     m.requeue = requeue
-    m.__class__ = Basic.Reject
+    m.__class__ = _BasicRejectClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1150,12 +1264,12 @@ def decode_basic_recover(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    requeue = (bits0 & 1) != 0
+    requeue = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _BasicRecover()
     m.requeue = requeue
-    m.__class__ = Basic.Recover
+    m.__class__ = _BasicRecoverClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1165,12 +1279,12 @@ def decode_basic_recover_async(buf: bytes, o: int, end: int, depth: int) -> Meth
     o += 1
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    requeue = (bits0 & 1) != 0
+    requeue = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _BasicRecoverAsync()
     m.requeue = requeue
-    m.__class__ = Basic.RecoverAsync
+    m.__class__ = _BasicRecoverAsyncClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1187,14 +1301,14 @@ def decode_file_qos(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 7
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    global_ = (bits0 & 1) != 0
+    global_ = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _FileQos()
     m.prefetch_size = prefetch_size
     m.prefetch_count = prefetch_count
     m.global_ = global_
-    m.__class__ = File.Qos
+    m.__class__ = _FileQosClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1210,17 +1324,19 @@ def decode_file_consume(buf: bytes, o: int, end: int, depth: int) -> Method:
     (ticket,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        queue = buf[o + 1 : o + 1 + n].decode()
+        queue = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        queue = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+        consumer_tag = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 15:  # located by diagnose.locate_method_error
@@ -1239,72 +1355,76 @@ def decode_file_consume(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.no_ack = no_ack
     m.exclusive = exclusive
     m.nowait = nowait
-    m.__class__ = File.Consume
+    m.__class__ = _FileConsumeClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_file_consume_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of file.consume-ok."""
     n = buf[o]
+    o += 1
     try:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+        consumer_tag = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _FileConsumeOk()
     m.consumer_tag = consumer_tag
-    m.__class__ = File.ConsumeOk
+    m.__class__ = _FileConsumeOkClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_file_cancel(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of file.cancel."""
     n = buf[o]
+    o += 1
     try:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+        consumer_tag = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    nowait = (bits0 & 1) != 0
+    nowait = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _FileCancel()
     m.consumer_tag = consumer_tag
     m.nowait = nowait
-    m.__class__ = File.Cancel
+    m.__class__ = _FileCancelClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_file_cancel_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of file.cancel-ok."""
     n = buf[o]
+    o += 1
     try:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+        consumer_tag = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _FileCancelOk()
     m.consumer_tag = consumer_tag
-    m.__class__ = File.CancelOk
+    m.__class__ = _FileCancelOkClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_file_open(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of file.open."""
     n = buf[o]
+    o += 1
     try:
-        identifier = buf[o + 1 : o + 1 + n].decode()
+        identifier = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        identifier = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        identifier = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     (content_size,) = _UNPACK_Q(buf, o)
     o += 8
     if o != end:
@@ -1312,7 +1432,7 @@ def decode_file_open(buf: bytes, o: int, end: int, depth: int) -> Method:
     m = _FileOpen()
     m.identifier = identifier
     m.content_size = content_size
-    m.__class__ = File.Open
+    m.__class__ = _FileOpenClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1324,7 +1444,7 @@ def decode_file_open_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
         raise _overrun(o, end)
     m = _FileOpenOk()
     m.staged_size = staged_size
-    m.__class__ = File.OpenOk
+    m.__class__ = _FileOpenOkClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1340,17 +1460,19 @@ def decode_file_publish(buf: bytes, o: int, end: int, depth: int) -> Method:
     (ticket,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        routing_key = buf[o + 1 : o + 1 + n].decode()
+        routing_key = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        routing_key = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 3:  # located by diagnose.locate_method_error
@@ -1358,11 +1480,12 @@ def decode_file_publish(buf: bytes, o: int, end: int, depth: int) -> Method:
     mandatory = (bits0 & 1) != 0
     immediate = (bits0 & 2) != 0
     n = buf[o]
+    o += 1
     try:
-        identifier = buf[o + 1 : o + 1 + n].decode()
+        identifier = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        identifier = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        identifier = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _FilePublish()
@@ -1372,7 +1495,7 @@ def decode_file_publish(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.mandatory = mandatory
     m.immediate = immediate
     m.identifier = identifier
-    m.__class__ = File.Publish
+    m.__class__ = _FilePublishClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1381,23 +1504,26 @@ def decode_file_return_(buf: bytes, o: int, end: int, depth: int) -> Method:
     (reply_code,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        reply_text = buf[o + 1 : o + 1 + n].decode()
+        reply_text = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        reply_text = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        reply_text = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        routing_key = buf[o + 1 : o + 1 + n].decode()
+        routing_key = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        routing_key = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _FileReturn()
@@ -1405,41 +1531,45 @@ def decode_file_return_(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.reply_text = reply_text
     m.exchange = exchange
     m.routing_key = routing_key
-    m.__class__ = File.Return
+    m.__class__ = _FileReturnClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_file_deliver(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of file.deliver."""
     n = buf[o]
+    o += 1
     try:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+        consumer_tag = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     delivery_tag, bits0 = _UNPACK_QB(buf, o)
     o += 9
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    redelivered = (bits0 & 1) != 0
+    redelivered = bits0 == 1
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        routing_key = buf[o + 1 : o + 1 + n].decode()
+        routing_key = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        routing_key = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        identifier = buf[o + 1 : o + 1 + n].decode()
+        identifier = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        identifier = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        identifier = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _FileDeliver()
@@ -1449,7 +1579,7 @@ def decode_file_deliver(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.exchange = exchange
     m.routing_key = routing_key
     m.identifier = identifier
-    m.__class__ = File.Deliver
+    m.__class__ = _FileDeliverClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1459,13 +1589,13 @@ def decode_file_ack(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 9
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    multiple = (bits0 & 1) != 0
+    multiple = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _FileAck()
     m.delivery_tag = delivery_tag
     m.multiple = multiple
-    m.__class__ = File.Ack
+    m.__class__ = _FileAckClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1475,13 +1605,13 @@ def decode_file_reject(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 9
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    requeue = (bits0 & 1) != 0
+    requeue = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _FileReject()
     m.delivery_tag = delivery_tag
     m.requeue = requeue
-    m.__class__ = File.Reject
+    m.__class__ = _FileRejectClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1491,7 +1621,7 @@ def decode_stream_qos(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 11
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    global_ = (bits0 & 1) != 0
+    global_ = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _StreamQos()
@@ -1499,7 +1629,7 @@ def decode_stream_qos(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.prefetch_count = prefetch_count
     m.consume_rate = consume_rate
     m.global_ = global_
-    m.__class__ = Stream.Qos
+    m.__class__ = _StreamQosClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1515,17 +1645,19 @@ def decode_stream_consume(buf: bytes, o: int, end: int, depth: int) -> Method:
     (ticket,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        queue = buf[o + 1 : o + 1 + n].decode()
+        queue = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        queue = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+        consumer_tag = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 7:  # located by diagnose.locate_method_error
@@ -1542,61 +1674,64 @@ def decode_stream_consume(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.no_local = no_local
     m.exclusive = exclusive
     m.nowait = nowait
-    m.__class__ = Stream.Consume
+    m.__class__ = _StreamConsumeClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_stream_consume_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of stream.consume-ok."""
     n = buf[o]
+    o += 1
     try:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+        consumer_tag = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _StreamConsumeOk()
     m.consumer_tag = consumer_tag
-    m.__class__ = Stream.ConsumeOk
+    m.__class__ = _StreamConsumeOkClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_stream_cancel(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of stream.cancel."""
     n = buf[o]
+    o += 1
     try:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+        consumer_tag = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    nowait = (bits0 & 1) != 0
+    nowait = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _StreamCancel()
     m.consumer_tag = consumer_tag
     m.nowait = nowait
-    m.__class__ = Stream.Cancel
+    m.__class__ = _StreamCancelClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_stream_cancel_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of stream.cancel-ok."""
     n = buf[o]
+    o += 1
     try:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+        consumer_tag = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _StreamCancelOk()
     m.consumer_tag = consumer_tag
-    m.__class__ = Stream.CancelOk
+    m.__class__ = _StreamCancelOkClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1605,17 +1740,19 @@ def decode_stream_publish(buf: bytes, o: int, end: int, depth: int) -> Method:
     (ticket,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        routing_key = buf[o + 1 : o + 1 + n].decode()
+        routing_key = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        routing_key = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 3:  # located by diagnose.locate_method_error
@@ -1630,7 +1767,7 @@ def decode_stream_publish(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.routing_key = routing_key
     m.mandatory = mandatory
     m.immediate = immediate
-    m.__class__ = Stream.Publish
+    m.__class__ = _StreamPublishClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1639,23 +1776,26 @@ def decode_stream_return_(buf: bytes, o: int, end: int, depth: int) -> Method:
     (reply_code,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        reply_text = buf[o + 1 : o + 1 + n].decode()
+        reply_text = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        reply_text = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        reply_text = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        routing_key = buf[o + 1 : o + 1 + n].decode()
+        routing_key = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        routing_key = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _StreamReturn()
@@ -1663,32 +1803,35 @@ def decode_stream_return_(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.reply_text = reply_text
     m.exchange = exchange
     m.routing_key = routing_key
-    m.__class__ = Stream.Return
+    m.__class__ = _StreamReturnClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_stream_deliver(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of stream.deliver."""
     n = buf[o]
+    o += 1
     try:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+        consumer_tag = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     (delivery_tag,) = _UNPACK_Q(buf, o)
     o += 8
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        queue = buf[o + 1 : o + 1 + n].decode()
+        queue = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        queue = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _StreamDeliver()
@@ -1696,7 +1839,7 @@ def decode_stream_deliver(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.delivery_tag = delivery_tag
     m.exchange = exchange
     m.queue = queue
-    m.__class__ = Stream.Deliver
+    m.__class__ = _StreamDeliverClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1759,16 +1902,17 @@ def decode_dtx_select_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
 def decode_dtx_start(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of dtx.start."""
     n = buf[o]
+    o += 1
     try:
-        dtx_identifier = buf[o + 1 : o + 1 + n].decode()
+        dtx_identifier = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        dtx_identifier = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        dtx_identifier = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _DtxStart()
     m.dtx_identifier = dtx_identifier
-    m.__class__ = Dtx.Start
+    m.__class__ = _DtxStartClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1786,7 +1930,7 @@ def decode_tunnel_request(buf: bytes, o: int, end: int, depth: int) -> Method:
         raise _overrun(o, end)
     m = _TunnelRequest()
     m.meta_data = meta_data
-    m.__class__ = Tunnel.Request
+    m.__class__ = _TunnelRequestClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1802,7 +1946,7 @@ def decode_test_integer(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.integer_3 = integer_3
     m.integer_4 = integer_4
     m.operation = operation
-    m.__class__ = Test.Integer
+    m.__class__ = _TestIntegerClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1814,18 +1958,19 @@ def decode_test_integer_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
         raise _overrun(o, end)
     m = _TestIntegerOk()
     m.result = result
-    m.__class__ = Test.IntegerOk
+    m.__class__ = _TestIntegerOkClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_test_string(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of test.string."""
     n = buf[o]
+    o += 1
     try:
-        string_1 = buf[o + 1 : o + 1 + n].decode()
+        string_1 = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        string_1 = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        string_1 = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     (n,) = _UNPACK_I(buf, o)
     o += 4
     if o + n > end:
@@ -1840,7 +1985,7 @@ def decode_test_string(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.string_1 = string_1
     m.string_2 = string_2
     m.operation = operation
-    m.__class__ = Test.String
+    m.__class__ = _TestStringClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1856,7 +2001,7 @@ def decode_test_string_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
         raise _overrun(o, end)
     m = _TestStringOk()
     m.result = result
-    m.__class__ = Test.StringOk
+    m.__class__ = _TestStringOkClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1871,7 +2016,7 @@ def decode_test_table(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.table = table
     m.integer_op = integer_op
     m.string_op = string_op
-    m.__class__ = Test.Table
+    m.__class__ = _TestTableClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1892,7 +2037,7 @@ def decode_test_table_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     m = _TestTableOk()
     m.integer_result = integer_result
     m.string_result = string_result
-    m.__class__ = Test.TableOk
+    m.__class__ = _TestTableOkClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1911,7 +2056,7 @@ def decode_test_content_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
         raise _overrun(o, end)
     m = _TestContentOk()
     m.content_checksum = content_checksum
-    m.__class__ = Test.ContentOk
+    m.__class__ = _TestContentOkClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1924,18 +2069,20 @@ def decode_basic_properties(buf: bytes, o: int, end: int, depth: int) -> Propert
     props = _BasicProperties()
     if flags & 0x8000:
         n = buf[o]
+        o += 1
         try:
-            props.content_type = buf[o + 1 : o + 1 + n].decode()
+            props.content_type = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.content_type = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.content_type = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if flags & 0x4000:
         n = buf[o]
+        o += 1
         try:
-            props.content_encoding = buf[o + 1 : o + 1 + n].decode()
+            props.content_encoding = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.content_encoding = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.content_encoding = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if flags & 0x2000:
         props.headers, o = decode_table(buf, o, end, depth)
     if flags & 0x1000:
@@ -1946,63 +2093,71 @@ def decode_basic_properties(buf: bytes, o: int, end: int, depth: int) -> Propert
         o += 1
     if flags & 0x0400:
         n = buf[o]
+        o += 1
         try:
-            props.correlation_id = buf[o + 1 : o + 1 + n].decode()
+            props.correlation_id = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.correlation_id = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.correlation_id = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if flags & 0x0200:
         n = buf[o]
+        o += 1
         try:
-            props.reply_to = buf[o + 1 : o + 1 + n].decode()
+            props.reply_to = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.reply_to = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.reply_to = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if flags & 0x0100:
         n = buf[o]
+        o += 1
         try:
-            props.expiration = buf[o + 1 : o + 1 + n].decode()
+            props.expiration = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.expiration = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.expiration = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if flags & 0x0080:
         n = buf[o]
+        o += 1
         try:
-            props.message_id = buf[o + 1 : o + 1 + n].decode()
+            props.message_id = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.message_id = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.message_id = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if flags & 0x0040:
         props.timestamp = Timestamp(_UNPACK_Q(buf, o)[0])
         o += 8
     if flags & 0x0020:
         n = buf[o]
+        o += 1
         try:
-            props.type = buf[o + 1 : o + 1 + n].decode()
+            props.type = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.type = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.type = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if flags & 0x0010:
         n = buf[o]
+        o += 1
         try:
-            props.user_id = buf[o + 1 : o + 1 + n].decode()
+            props.user_id = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.user_id = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.user_id = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if flags & 0x0008:
         n = buf[o]
+        o += 1
         try:
-            props.app_id = buf[o + 1 : o + 1 + n].decode()
+            props.app_id = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.app_id = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.app_id = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if flags & 0x0004:
         n = buf[o]
+        o += 1
         try:
-            props.cluster_id = buf[o + 1 : o + 1 + n].decode()
+            props.cluster_id = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.cluster_id = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.cluster_id = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if o != end:
         raise _overrun(o, end)
     props.__class__ = BasicProperties
@@ -2018,18 +2173,20 @@ def decode_file_properties(buf: bytes, o: int, end: int, depth: int) -> Properti
     props = _FileProperties()
     if flags & 0x8000:
         n = buf[o]
+        o += 1
         try:
-            props.content_type = buf[o + 1 : o + 1 + n].decode()
+            props.content_type = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.content_type = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.content_type = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if flags & 0x4000:
         n = buf[o]
+        o += 1
         try:
-            props.content_encoding = buf[o + 1 : o + 1 + n].decode()
+            props.content_encoding = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.content_encoding = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.content_encoding = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if flags & 0x2000:
         props.headers, o = decode_table(buf, o, end, depth)
     if flags & 0x1000:
@@ -2037,35 +2194,39 @@ def decode_file_properties(buf: bytes, o: int, end: int, depth: int) -> Properti
         o += 1
     if flags & 0x0800:
         n = buf[o]
+        o += 1
         try:
-            props.reply_to = buf[o + 1 : o + 1 + n].decode()
+            props.reply_to = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.reply_to = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.reply_to = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if flags & 0x0400:
         n = buf[o]
+        o += 1
         try:
-            props.message_id = buf[o + 1 : o + 1 + n].decode()
+            props.message_id = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.message_id = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.message_id = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if flags & 0x0200:
         n = buf[o]
+        o += 1
         try:
-            props.filename = buf[o + 1 : o + 1 + n].decode()
+            props.filename = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.filename = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.filename = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if flags & 0x0100:
         props.timestamp = Timestamp(_UNPACK_Q(buf, o)[0])
         o += 8
     if flags & 0x0080:
         n = buf[o]
+        o += 1
         try:
-            props.cluster_id = buf[o + 1 : o + 1 + n].decode()
+            props.cluster_id = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.cluster_id = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.cluster_id = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if o != end:
         raise _overrun(o, end)
     props.__class__ = FileProperties
@@ -2081,18 +2242,20 @@ def decode_stream_properties(buf: bytes, o: int, end: int, depth: int) -> Proper
     props = _StreamProperties()
     if flags & 0x8000:
         n = buf[o]
+        o += 1
         try:
-            props.content_type = buf[o + 1 : o + 1 + n].decode()
+            props.content_type = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.content_type = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.content_type = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if flags & 0x4000:
         n = buf[o]
+        o += 1
         try:
-            props.content_encoding = buf[o + 1 : o + 1 + n].decode()
+            props.content_encoding = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.content_encoding = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.content_encoding = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if flags & 0x2000:
         props.headers, o = decode_table(buf, o, end, depth)
     if flags & 0x1000:
@@ -2118,18 +2281,20 @@ def decode_tunnel_properties(buf: bytes, o: int, end: int, depth: int) -> Proper
         props.headers, o = decode_table(buf, o, end, depth)
     if flags & 0x4000:
         n = buf[o]
+        o += 1
         try:
-            props.proxy_name = buf[o + 1 : o + 1 + n].decode()
+            props.proxy_name = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.proxy_name = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.proxy_name = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if flags & 0x2000:
         n = buf[o]
+        o += 1
         try:
-            props.data_name = buf[o + 1 : o + 1 + n].decode()
+            props.data_name = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.data_name = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.data_name = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if flags & 0x1000:
         props.durable = buf[o]
         o += 1
