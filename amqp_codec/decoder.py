@@ -309,16 +309,17 @@ class FrameDecoder:
 
     def next_frame(self) -> Frame | Literal[NeedData.NEED_DATA]:
         """The next whole frame, or :data:`NEED_DATA`. Raises :class:`AMQPDecodeError`."""
-        # Fast path: a whole, valid method or body frame already in the buffer. Anything
+        # Fast path: a whole, valid frame already in the buffer, or one cut by its end. Anything
         # else (more data needed, the stream's start, other frame types, any error) goes to
         # _next_frame, which decodes it again with every check and the located errors.
         buf = self._buf
         pos = self._pos
-        if self._fast and len(buf) - pos > 11:
+        have = len(buf)
+        if self._fast and have - pos > 11:
             # The frame header and, for a method frame, its class and method ids.
             frame_type, channel, size, index = _unpack_frame_start(buf, pos)
             end = pos + 7 + size
-            if end < len(buf) and size <= self._limit and buf[end] == 206:
+            if end < have and size <= self._limit and buf[end] == 206:
                 if frame_type == 1 and size >= 4:
                     # Channel 0 carries the connection class and only it: one table each.
                     decoders = self._channel_decoders if channel else self._connection_decoders
@@ -362,9 +363,10 @@ class FrameDecoder:
                             header.__class__ = ContentHeaderFrame
                             self._pos = end + 1
                             return header  # type: ignore[no-any-return]
-            elif (
-                end >= len(buf) and size <= self._limit and not self._pending_len and not self._eof
-            ):
+                elif frame_type == 8 and not channel and not size:
+                    self._pos = end + 1
+                    return _HEARTBEAT
+            elif end >= have and size <= self._limit and not self._pending_len and not self._eof:
                 # Cut by the end of the chunk: wait for the rest (see receive_data).
                 self._need = end + 1 - pos
                 return NEED_DATA
