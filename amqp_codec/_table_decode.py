@@ -11,7 +11,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal
-from typing import Any
+from typing import Any, Final
 
 from ._table_values import (
     EMPTY_TABLE,
@@ -31,19 +31,19 @@ __all__ = ["DEFAULT_MAX_TABLE_DEPTH", "decode_table"]
 #: Nesting deeper than this is rejected: real tables (``x-death``) nest three or four levels.
 DEFAULT_MAX_TABLE_DEPTH = 32
 
-_unpack_I = struct.Struct(">I").unpack_from
-_unpack_i = struct.Struct(">i").unpack_from
-_unpack_l = struct.Struct(">q").unpack_from
-_unpack_T = struct.Struct(">Q").unpack_from
-_unpack_d = struct.Struct(">d").unpack_from
-_unpack_f = struct.Struct(">f").unpack_from
-_unpack_h = struct.Struct(">h").unpack_from
-_unpack_H = struct.Struct(">H").unpack_from
-_unpack_b = struct.Struct(">b").unpack_from
-_unpack_D = struct.Struct(">Bi").unpack_from
+_unpack_I: Final = struct.Struct(">I").unpack_from
+_unpack_i: Final = struct.Struct(">i").unpack_from
+_unpack_l: Final = struct.Struct(">q").unpack_from
+_unpack_T: Final = struct.Struct(">Q").unpack_from
+_unpack_d: Final = struct.Struct(">d").unpack_from
+_unpack_f: Final = struct.Struct(">f").unpack_from
+_unpack_h: Final = struct.Struct(">h").unpack_from
+_unpack_H: Final = struct.Struct(">H").unpack_from
+_unpack_b: Final = struct.Struct(">b").unpack_from
+_unpack_D: Final = struct.Struct(">Bi").unpack_from
 # Decimals are scaled in this context: enough precision that scaleb never rounds, whatever
 # the caller's decimal context says.
-_EXACT = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN)
+_EXACT: Final = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN)
 
 
 # --------------------------------------------------------------------------------------------
@@ -93,7 +93,6 @@ def decode_table(
 def _fast_entries(buf: bytes, o: int, end: int, depth: int) -> list[tuple[str, str, Any]] | None:
     """The entries of the table in ``buf[o:end]``, or ``None`` if they are not all valid."""
     entries: list[tuple[str, str, Any]] = []
-    append = entries.append
     try:
         while o < end:
             stop = o + 1 + buf[o]
@@ -109,19 +108,19 @@ def _fast_entries(buf: bytes, o: int, end: int, depth: int) -> list[tuple[str, s
                     return None
                 raw = buf[o + 4 : stop]
                 try:
-                    append((key, "S", raw.decode()))
+                    entries.append((key, "S", raw.decode()))
                 except UnicodeDecodeError:
-                    append((key, "S", raw))
+                    entries.append((key, "S", raw))
                 o = stop
             elif tag == 73:  # I
-                append((key, "I", _unpack_i(buf, o)[0]))
+                entries.append((key, "I", _unpack_i(buf, o)[0]))
                 o += 4
             elif tag == 116:  # t
                 b = buf[o]
                 if b == 1:
-                    append((key, "t", True))
+                    entries.append((key, "t", True))
                 elif b == 0:
-                    append((key, "t", False))
+                    entries.append((key, "t", False))
                 else:
                     return None
                 o += 1
@@ -134,10 +133,10 @@ def _fast_entries(buf: bytes, o: int, end: int, depth: int) -> list[tuple[str, s
                     return None
                 table = _new(FieldTable)
                 _set_entries(table, nested)
-                append((key, "F", table))
+                entries.append((key, "F", table))
                 o = stop
             elif tag == 108:  # l
-                append((key, "l", _unpack_l(buf, o)[0]))
+                entries.append((key, "l", _unpack_l(buf, o)[0]))
                 o += 8
             elif tag == 65:  # A
                 stop = o + 4 + _unpack_I(buf, o)[0]
@@ -146,21 +145,21 @@ def _fast_entries(buf: bytes, o: int, end: int, depth: int) -> list[tuple[str, s
                 array = _fast_array(buf, o + 4, stop, depth - 1)
                 if array is None:
                     return None
-                append((key, "A", array))
+                entries.append((key, "A", array))
                 o = stop
             elif tag == 120:  # x
                 stop = o + 4 + _unpack_I(buf, o)[0]
                 if stop > end:
                     return None
-                append((key, "x", buf[o + 4 : stop]))
+                entries.append((key, "x", buf[o + 4 : stop]))
                 o = stop
             elif tag == 84:  # T
-                append((key, "T", Timestamp(_unpack_T(buf, o)[0])))
+                entries.append((key, "T", Timestamp(_unpack_T(buf, o)[0])))
                 o += 8
             elif tag == 86:  # V
-                append((key, "V", None))
+                entries.append((key, "V", None))
             else:
-                o = _fast_other(buf, o, tag, key, append)
+                o = _fast_other(buf, o, tag, key, entries)
                 if o < 0:
                     return None
     except (IndexError, struct.error):
@@ -173,7 +172,6 @@ def _fast_entries(buf: bytes, o: int, end: int, depth: int) -> list[tuple[str, s
 def _fast_array(buf: bytes, o: int, end: int, depth: int) -> FieldArray | None:
     """The array in ``buf[o:end]``, or ``None`` if its values are not all valid."""
     entries: list[tuple[str, str, Any]] = []
-    append = entries.append
     values: list[Any] = []
     tags: list[str] = []
     try:
@@ -235,7 +233,7 @@ def _fast_array(buf: bytes, o: int, end: int, depth: int) -> FieldArray | None:
                 values.append(None)
                 tags.append("V")
             else:
-                o = _fast_other(buf, o, tag, "", append)
+                o = _fast_other(buf, o, tag, "", entries)
                 if o < 0:
                     return None
                 _key, name, value = entries.pop()
@@ -251,40 +249,38 @@ def _fast_array(buf: bytes, o: int, end: int, depth: int) -> FieldArray | None:
     return array
 
 
-def _fast_other(
-    buf: bytes, o: int, tag: int, key: str, append: Callable[[tuple[str, str, Any]], None]
-) -> int:
-    """The fast path's other tags (and, for arrays, T and l): appends the entry at
+def _fast_other(buf: bytes, o: int, tag: int, key: str, entries: list[tuple[str, str, Any]]) -> int:
+    """The fast path's other tags (and, for arrays, T and l): appends to ``entries`` the entry at
     ``buf[o:]`` and returns the offset after it; -1 for an unknown tag. Reads may run past the
     table's end, as above."""
     if tag == 84:  # T
-        append((key, "T", Timestamp(_unpack_T(buf, o)[0])))
+        entries.append((key, "T", Timestamp(_unpack_T(buf, o)[0])))
         return o + 8
     if tag == 108:  # l
-        append((key, "l", _unpack_l(buf, o)[0]))
+        entries.append((key, "l", _unpack_l(buf, o)[0]))
         return o + 8
     if tag == 100:  # d
-        append((key, "d", _unpack_d(buf, o)[0]))
+        entries.append((key, "d", _unpack_d(buf, o)[0]))
         return o + 8
     if tag == 68:  # D
         scale, mantissa = _unpack_D(buf, o)
-        append((key, "D", Decimal(mantissa).scaleb(-scale, _EXACT)))
+        entries.append((key, "D", Decimal(mantissa).scaleb(-scale, _EXACT)))
         return o + 5
     if tag == 76:  # L
-        append((key, "L", _unpack_l(buf, o)[0]))
+        entries.append((key, "L", _unpack_l(buf, o)[0]))
         return o + 8
     if tag == 102:  # f
         value = _unpack_f(buf, o)[0]
         if value != value:  # NaN: keep its exact bits (see _Float32NaN)
             value = _Float32NaN(value)
             value.bits = buf[o : o + 4]
-        append((key, "f", value))
+        entries.append((key, "f", value))
         return o + 4
     reader = _SMALL_INTS.get(tag)
     if reader is None:
         return -1
     size, unpack, name = reader
-    append((key, name, unpack(buf, o)[0]))
+    entries.append((key, name, unpack(buf, o)[0]))
     return o + size
 
 
@@ -302,7 +298,6 @@ def _decode_entries(
     the result, and any error, depends only on these bytes, never on what follows them.
     """
     entries: list[tuple[str, str, Any]] = []
-    append = entries.append
     key = ""
     try:
         while o < end:
@@ -328,16 +323,16 @@ def _decode_entries(
                 raw = buf[o + 4 : stop]
                 o = stop
                 if tag == 120:
-                    append((key, "x", raw))
+                    entries.append((key, "x", raw))
                 else:
                     try:
-                        append((key, "S", raw.decode()))
+                        entries.append((key, "S", raw.decode()))
                     except UnicodeDecodeError:
-                        append((key, "S", raw))
+                        entries.append((key, "S", raw))
             elif tag == 73:  # I
                 if o + 4 > end:
                     raise _cut_off("value of tag 'I'")
-                append((key, "I", _unpack_i(buf, o)[0]))
+                entries.append((key, "I", _unpack_i(buf, o)[0]))
                 o += 4
             elif tag == 116:  # t
                 if o >= end:
@@ -345,7 +340,7 @@ def _decode_entries(
                 b = buf[o]
                 if b > 1:
                     raise FrameSyntaxError(f"boolean octet is {b}, not 0 or 1")
-                append((key, "t", b == 1))
+                entries.append((key, "t", b == 1))
                 o += 1
             elif tag == 70 or tag == 65:  # F, A
                 if o + 4 > end:
@@ -364,32 +359,32 @@ def _decode_entries(
                 if tag == 70:
                     table = _new(FieldTable)
                     _set_entries(table, nested)
-                    append((key, "F", table))
+                    entries.append((key, "F", table))
                 else:
-                    append((key, "A", FieldArray.from_entries(nested)))
+                    entries.append((key, "A", FieldArray.from_entries(nested)))
                 o = stop
             elif tag == 108 or tag == 76:  # l, L
                 if o + 8 > end:
                     raise _cut_off(f"value of tag {chr(tag)!r}")
-                append((key, "l" if tag == 108 else "L", _unpack_l(buf, o)[0]))
+                entries.append((key, "l" if tag == 108 else "L", _unpack_l(buf, o)[0]))
                 o += 8
             elif tag == 84:  # T
                 if o + 8 > end:
                     raise _cut_off("value of tag 'T'")
-                append((key, "T", Timestamp(_unpack_T(buf, o)[0])))
+                entries.append((key, "T", Timestamp(_unpack_T(buf, o)[0])))
                 o += 8
             elif tag == 86:  # V
-                append((key, "V", None))
+                entries.append((key, "V", None))
             elif tag == 100:  # d
                 if o + 8 > end:
                     raise _cut_off("value of tag 'd'")
-                append((key, "d", _unpack_d(buf, o)[0]))
+                entries.append((key, "d", _unpack_d(buf, o)[0]))
                 o += 8
             elif tag == 68:  # D
                 if o + 5 > end:
                     raise _cut_off("value of tag 'D'")
                 scale, mantissa = _unpack_D(buf, o)
-                append((key, "D", Decimal(mantissa).scaleb(-scale, _EXACT)))
+                entries.append((key, "D", Decimal(mantissa).scaleb(-scale, _EXACT)))
                 o += 5
             elif tag == 102:  # f
                 if o + 4 > end:
@@ -398,7 +393,7 @@ def _decode_entries(
                 if value != value:  # NaN: keep its exact bits (see _Float32NaN)
                     value = _Float32NaN(value)
                     value.bits = buf[o : o + 4]
-                append((key, "f", value))
+                entries.append((key, "f", value))
                 o += 4
             else:
                 reader = _SMALL_INTS.get(tag)
@@ -407,7 +402,7 @@ def _decode_entries(
                 size, unpack, name = reader
                 if o + size > end:
                     raise _cut_off(f"value of tag {name!r}")
-                append((key, name, unpack(buf, o)[0]))
+                entries.append((key, name, unpack(buf, o)[0]))
                 o += size
     except AMQPDecodeError as exc:
         step = _key_step(key) if keyed else f"[{len(entries)}]"

@@ -26,7 +26,7 @@ import enum
 import struct
 from collections.abc import Mapping
 from types import ModuleType
-from typing import Literal
+from typing import Final, Literal
 
 from ._compiled import mypyc_attr
 from ._content import DEFAULT_MAX_BODY_SIZE
@@ -99,26 +99,26 @@ class NeedData(enum.Enum):
 #: Returned by :meth:`FrameDecoder.next_frame` when no whole frame is buffered.
 NEED_DATA: Literal[NeedData.NEED_DATA] = NeedData.NEED_DATA
 
-_unpack_index = struct.Struct(">I").unpack_from
-_unpack_frame_start = struct.Struct(">BHII").unpack_from
-_unpack_content_header = struct.Struct(">HHQ").unpack_from
+_unpack_index: Final = struct.Struct(">I").unpack_from
+_unpack_frame_start: Final = struct.Struct(">BHII").unpack_from
+_unpack_content_header: Final = struct.Struct(">HHQ").unpack_from
 
 
 # Frames are built in writable twins (same slots) and then given their frozen class, as the
 # generated method decoders do: half the cost of the slot setters.
-_MethodFrameTwin = writable_twin(MethodFrame)
-_ContentHeaderFrameTwin = writable_twin(ContentHeaderFrame)
-_ContentBodyFrameTwin = writable_twin(ContentBodyFrame)
+_MethodFrameTwin: Final = writable_twin(MethodFrame)
+_ContentHeaderFrameTwin: Final = writable_twin(ContentHeaderFrame)
+_ContentBodyFrameTwin: Final = writable_twin(ContentBodyFrame)
 
 
 #: Below this many bytes a body piece is sliced rather than viewed (see _spanning_body).
-_SLICE_MAX = 4096
+_SLICE_MAX: Final = 4096
 #: A frame of at most this many bytes (header and end included) that the last chunk cut is
 #: completed by joining the next chunk to it as soon as it comes (see receive_data); a larger
 #: one waits in the queue for its last chunk.
-_JOIN_MAX = 8192
+_JOIN_MAX: Final = 8192
 
-_HEARTBEAT = HeartbeatFrame(0)  # frozen, so one instance serves every heartbeat
+_HEARTBEAT: Final = HeartbeatFrame(0)  # frozen, so one instance serves every heartbeat
 
 
 def _resolve_spec(spec: ProtocolSpec | ModuleType | None) -> ProtocolSpec | None:
