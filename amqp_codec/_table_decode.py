@@ -31,7 +31,9 @@ __all__ = ["DEFAULT_MAX_TABLE_DEPTH", "decode_table"]
 #: Nesting deeper than this is rejected: real tables (``x-death``) nest three or four levels.
 DEFAULT_MAX_TABLE_DEPTH = 32
 
-_unpack_I: Final = struct.Struct(">I").unpack_from
+# Sizes typed as ints, so that a compiled build works on native ints from them (values stay
+# the objects struct made).
+_unpack_I: Final[Callable[[bytes, int], tuple[int]]] = struct.Struct(">I").unpack_from
 _unpack_i: Final = struct.Struct(">i").unpack_from
 _unpack_l: Final = struct.Struct(">q").unpack_from
 _unpack_T: Final = struct.Struct(">Q").unpack_from
@@ -41,6 +43,14 @@ _unpack_h: Final = struct.Struct(">h").unpack_from
 _unpack_H: Final = struct.Struct(">H").unpack_from
 _unpack_b: Final = struct.Struct(">b").unpack_from
 _unpack_D: Final = struct.Struct(">Bi").unpack_from
+# The value types under Final names: a compiled build reads them as C statics.
+_FieldTable: Final = FieldTable
+_Timestamp: Final = Timestamp
+_Decimal: Final = Decimal
+_new_value: Final = _new
+_set_table_entries: Final = _set_entries
+_set_array_values: Final = _set_values
+_set_array_tags: Final = _set_tags
 # Decimals are scaled in this context: enough precision that scaleb never rounds, whatever
 # the caller's decimal context says.
 _EXACT: Final = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN)
@@ -75,8 +85,8 @@ def decode_table(
     entries = _fast_entries(buf, start, stop, max_depth)
     if entries is None:  # something is wrong: the checked decoder says what and where
         entries = _decode_entries(buf, start, stop, max_depth)
-    table = _new(FieldTable)
-    _set_entries(table, entries)
+    table = _new_value(_FieldTable)
+    _set_table_entries(table, entries)
     return table, stop
 
 
@@ -131,8 +141,8 @@ def _fast_entries(buf: bytes, o: int, end: int, depth: int) -> list[tuple[str, s
                 nested = _fast_entries(buf, o + 4, stop, depth - 1)
                 if nested is None:
                     return None
-                table = _new(FieldTable)
-                _set_entries(table, nested)
+                table = _new_value(_FieldTable)
+                _set_table_entries(table, nested)
                 entries.append((key, "F", table))
                 o = stop
             elif tag == 108:  # l
@@ -154,7 +164,7 @@ def _fast_entries(buf: bytes, o: int, end: int, depth: int) -> list[tuple[str, s
                 entries.append((key, "x", buf[o + 4 : stop]))
                 o = stop
             elif tag == 84:  # T
-                entries.append((key, "T", Timestamp(_unpack_T(buf, o)[0])))
+                entries.append((key, "T", _Timestamp(_unpack_T(buf, o)[0])))
                 o += 8
             elif tag == 86:  # V
                 entries.append((key, "V", None))
@@ -207,8 +217,8 @@ def _fast_array(buf: bytes, o: int, end: int, depth: int) -> FieldArray | None:
                 nested = _fast_entries(buf, o + 4, stop, depth - 1)
                 if nested is None:
                     return None
-                table = _new(FieldTable)
-                _set_entries(table, nested)
+                table = _new_value(_FieldTable)
+                _set_table_entries(table, nested)
                 values.append(table)
                 tags.append("F")
                 o = stop
@@ -243,9 +253,9 @@ def _fast_array(buf: bytes, o: int, end: int, depth: int) -> FieldArray | None:
         return None
     if o != end:
         return None
-    array = _new(FieldArray)
-    _set_values(array, values)
-    _set_tags(array, tags)
+    array = _new_value(FieldArray)
+    _set_array_values(array, values)
+    _set_array_tags(array, tags)
     return array
 
 
@@ -254,7 +264,7 @@ def _fast_other(buf: bytes, o: int, tag: int, key: str, entries: list[tuple[str,
     ``buf[o:]`` and returns the offset after it; -1 for an unknown tag. Reads may run past the
     table's end, as above."""
     if tag == 84:  # T
-        entries.append((key, "T", Timestamp(_unpack_T(buf, o)[0])))
+        entries.append((key, "T", _Timestamp(_unpack_T(buf, o)[0])))
         return o + 8
     if tag == 108:  # l
         entries.append((key, "l", _unpack_l(buf, o)[0]))
@@ -264,7 +274,7 @@ def _fast_other(buf: bytes, o: int, tag: int, key: str, entries: list[tuple[str,
         return o + 8
     if tag == 68:  # D
         scale, mantissa = _unpack_D(buf, o)
-        entries.append((key, "D", Decimal(mantissa).scaleb(-scale, _EXACT)))
+        entries.append((key, "D", _Decimal(mantissa).scaleb(-scale, _EXACT)))
         return o + 5
     if tag == 76:  # L
         entries.append((key, "L", _unpack_l(buf, o)[0]))

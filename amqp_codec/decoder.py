@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import enum
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Final, Literal
 
@@ -99,9 +99,14 @@ class NeedData(enum.Enum):
 #: Returned by :meth:`FrameDecoder.next_frame` when no whole frame is buffered.
 NEED_DATA: Literal[NeedData.NEED_DATA] = NeedData.NEED_DATA
 
-_unpack_index: Final = struct.Struct(">I").unpack_from
-_unpack_frame_start: Final = struct.Struct(">BHII").unpack_from
-_unpack_content_header: Final = struct.Struct(">HHQ").unpack_from
+# Typed as returning ints, so that a compiled build works on native ints from them.
+_unpack_index: Final[Callable[[bytes, int], tuple[int]]] = struct.Struct(">I").unpack_from
+_unpack_frame_start: Final[Callable[[bytes, int], tuple[int, int, int, int]]] = struct.Struct(
+    ">BHII"
+).unpack_from
+_unpack_content_header: Final[Callable[[bytes, int], tuple[int, int, int]]] = struct.Struct(
+    ">HHQ"
+).unpack_from
 
 
 # Frames are built in writable twins (same slots) and then given their frozen class, as the
@@ -117,6 +122,12 @@ _SLICE_MAX: Final = 4096
 #: completed by joining the next chunk to it as soon as it comes (see receive_data); a larger
 #: one waits in the queue for its last chunk.
 _JOIN_MAX: Final = 8192
+
+# The frame classes and NEED_DATA under Final names: a compiled build reads them as C statics.
+_MethodFrame: Final = MethodFrame
+_ContentHeaderFrame: Final = ContentHeaderFrame
+_ContentBodyFrame: Final = ContentBodyFrame
+_NEED_DATA: Final = NEED_DATA
 
 _HEARTBEAT: Final = HeartbeatFrame(0)  # frozen, so one instance serves every heartbeat
 
@@ -333,14 +344,14 @@ class FrameDecoder:
                         twin = _MethodFrameTwin()
                         twin.channel = channel
                         twin.method = method
-                        twin.__class__ = MethodFrame
+                        twin.__class__ = _MethodFrame
                         self._pos = end + 1
                         return twin  # type: ignore[no-any-return]
                 elif frame_type == 3 and channel:
                     body = _ContentBodyFrameTwin()
                     body.channel = channel
                     body.payload = buf[pos + 7 : end]
-                    body.__class__ = ContentBodyFrame
+                    body.__class__ = _ContentBodyFrame
                     self._pos = end + 1
                     return body  # type: ignore[no-any-return]
                 elif frame_type == 2 and channel and size >= 14:
@@ -360,7 +371,7 @@ class FrameDecoder:
                             header.body_size = body_size
                             header.properties = properties
                             header.weight = weight
-                            header.__class__ = ContentHeaderFrame
+                            header.__class__ = _ContentHeaderFrame
                             self._pos = end + 1
                             return header  # type: ignore[no-any-return]
                 elif frame_type == 8 and not channel and not size:
@@ -369,11 +380,11 @@ class FrameDecoder:
             elif end >= have and size <= self._limit and not self._pending_len and not self._eof:
                 # Cut by the end of the chunk: wait for the rest (see receive_data).
                 self._need = end + 1 - pos
-                return NEED_DATA
+                return _NEED_DATA
         if self._error is not None:
             raise self._error
         if len(buf) - pos + self._pending_len < self._need and not self._eof:
-            return NEED_DATA  # still short of the frame _fill last waited for
+            return _NEED_DATA  # still short of the frame _fill last waited for
         try:
             return self._next_frame()
         except AMQPDecodeError as exc:
@@ -491,7 +502,7 @@ class FrameDecoder:
         frame = _ContentBodyFrameTwin()
         frame.channel = channel
         frame.payload = payload
-        frame.__class__ = ContentBodyFrame
+        frame.__class__ = _ContentBodyFrame
         return frame  # type: ignore[no-any-return]
 
     def _need_data(self) -> Literal[NeedData.NEED_DATA]:

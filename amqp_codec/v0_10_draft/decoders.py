@@ -40,6 +40,8 @@ __all__ = ["METHOD_DECODERS", "PROPERTY_DECODERS"]
 
 # Module globals are Final: a compiled build (see amqp_codec._compiled) reads them as C statics.
 _new: Final = object.__new__
+# Long-string sizes as ints: a compiled build works on native ints from them.
+_UNPACK_I: Final[Callable[[bytes, int], tuple[int]]] = Struct(">I").unpack_from
 _UNPACK_B: Final = Struct(">B").unpack_from
 _UNPACK_BB: Final = Struct(">BB").unpack_from
 _UNPACK_BBB: Final = Struct(">BBB").unpack_from
@@ -57,7 +59,6 @@ _UNPACK_H: Final = Struct(">H").unpack_from
 _UNPACK_HB: Final = Struct(">HB").unpack_from
 _UNPACK_HH: Final = Struct(">HH").unpack_from
 _UNPACK_HIH: Final = Struct(">HIH").unpack_from
-_UNPACK_I: Final = Struct(">I").unpack_from
 _UNPACK_IHB: Final = Struct(">IHB").unpack_from
 _UNPACK_IHIB: Final = Struct(">IHIB").unpack_from
 _UNPACK_Q: Final = Struct(">Q").unpack_from
@@ -158,6 +159,7 @@ _MessageOffset: Final[Any] = writable_twin(Message.Offset)
 _BindingQuery: Final[Any] = writable_twin(Binding.Query)
 _ExecutionComplete: Final[Any] = writable_twin(Execution.Complete)
 _ExecutionResult: Final[Any] = writable_twin(Execution.Result)
+_Timestamp: Final = Timestamp
 # The frozen classes themselves, one global load each where they are given.
 _ConnectionStartClass: Final = Connection.Start
 _ConnectionStartOkClass: Final = Connection.StartOk
@@ -949,6 +951,7 @@ def decode_queue_query(buf: bytes, o: int, end: int, depth: int) -> Method:
 
 def decode_basic_qos(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.qos."""
+    bits0: int  # compared and masked: a native int in a compiled build
     prefetch_size, prefetch_count, bits0 = _UNPACK_IHB(buf, o)
     o += 7
     if bits0 > 1:  # located by diagnose.locate_method_error
@@ -1085,6 +1088,7 @@ def decode_basic_deliver(buf: bytes, o: int, end: int, depth: int) -> Method:
     except UnicodeDecodeError:
         consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
     o += n
+    bits0: int  # compared and masked: a native int in a compiled build
     delivery_tag, bits0 = _UNPACK_QB(buf, o)
     o += 9
     if bits0 > 1:  # located by diagnose.locate_method_error
@@ -1144,6 +1148,7 @@ def decode_basic_get(buf: bytes, o: int, end: int, depth: int) -> Method:
 
 def decode_basic_get_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.get-ok."""
+    bits0: int  # compared and masked: a native int in a compiled build
     delivery_tag, bits0 = _UNPACK_QB(buf, o)
     o += 9
     if bits0 > 1:  # located by diagnose.locate_method_error
@@ -1196,6 +1201,7 @@ def decode_basic_get_empty(buf: bytes, o: int, end: int, depth: int) -> Method:
 
 def decode_basic_ack(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.ack."""
+    bits0: int  # compared and masked: a native int in a compiled build
     delivery_tag, bits0 = _UNPACK_QB(buf, o)
     o += 9
     if bits0 > 1:  # located by diagnose.locate_method_error
@@ -1212,6 +1218,7 @@ def decode_basic_ack(buf: bytes, o: int, end: int, depth: int) -> Method:
 
 def decode_basic_reject(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.reject."""
+    bits0: int  # compared and masked: a native int in a compiled build
     delivery_tag, bits0 = _UNPACK_QB(buf, o)
     o += 9
     if bits0 > 1:  # located by diagnose.locate_method_error
@@ -1243,6 +1250,7 @@ def decode_basic_recover(buf: bytes, o: int, end: int, depth: int) -> Method:
 
 def decode_file_qos(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of file.qos."""
+    bits0: int  # compared and masked: a native int in a compiled build
     prefetch_size, prefetch_count, bits0 = _UNPACK_IHB(buf, o)
     o += 7
     if bits0 > 1:  # located by diagnose.locate_method_error
@@ -1469,6 +1477,7 @@ def decode_file_deliver(buf: bytes, o: int, end: int, depth: int) -> Method:
     except UnicodeDecodeError:
         consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
     o += n
+    bits0: int  # compared and masked: a native int in a compiled build
     delivery_tag, bits0 = _UNPACK_QB(buf, o)
     o += 9
     if bits0 > 1:  # located by diagnose.locate_method_error
@@ -1510,6 +1519,7 @@ def decode_file_deliver(buf: bytes, o: int, end: int, depth: int) -> Method:
 
 def decode_file_ack(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of file.ack."""
+    bits0: int  # compared and masked: a native int in a compiled build
     delivery_tag, bits0 = _UNPACK_QB(buf, o)
     o += 9
     if bits0 > 1:  # located by diagnose.locate_method_error
@@ -1526,6 +1536,7 @@ def decode_file_ack(buf: bytes, o: int, end: int, depth: int) -> Method:
 
 def decode_file_reject(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of file.reject."""
+    bits0: int  # compared and masked: a native int in a compiled build
     delivery_tag, bits0 = _UNPACK_QB(buf, o)
     o += 9
     if bits0 > 1:  # located by diagnose.locate_method_error
@@ -1542,6 +1553,7 @@ def decode_file_reject(buf: bytes, o: int, end: int, depth: int) -> Method:
 
 def decode_stream_qos(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of stream.qos."""
+    bits0: int  # compared and masked: a native int in a compiled build
     prefetch_size, prefetch_count, consume_rate, bits0 = _UNPACK_IHIB(buf, o)
     o += 11
     if bits0 > 1:  # located by diagnose.locate_method_error
@@ -1910,6 +1922,7 @@ def decode_dtx_coordination_prepare(buf: bytes, o: int, end: int, depth: int) ->
 
 def decode_dtx_coordination_recover(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of dtx-coordination.recover."""
+    bits0: int  # compared and masked: a native int in a compiled build
     ticket, bits0 = _UNPACK_HB(buf, o)
     o += 3
     if bits0 > 3:  # located by diagnose.locate_method_error
@@ -2078,6 +2091,8 @@ def decode_message_subscribe(buf: bytes, o: int, end: int, depth: int) -> Method
     except UnicodeDecodeError:
         destination = buf[o : o + n].decode("utf-8", "surrogateescape")
     o += n
+    bits0: int  # compared and masked: a native int in a compiled build
+    bits1: int  # compared and masked: a native int in a compiled build
     bits0, confirm_mode, acquire_mode, bits1 = _UNPACK_BBBB(buf, o)
     o += 4
     if bits0 > 1:  # located by diagnose.locate_method_error
@@ -2273,6 +2288,7 @@ def decode_message_resume(buf: bytes, o: int, end: int, depth: int) -> Method:
 
 def decode_message_qos(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of message.qos."""
+    bits0: int  # compared and masked: a native int in a compiled build
     prefetch_size, prefetch_count, bits0 = _UNPACK_IHB(buf, o)
     o += 7
     if bits0 > 1:  # located by diagnose.locate_method_error

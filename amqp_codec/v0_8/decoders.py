@@ -38,6 +38,8 @@ __all__ = ["METHOD_DECODERS", "PROPERTY_DECODERS"]
 
 # Module globals are Final: a compiled build (see amqp_codec._compiled) reads them as C statics.
 _new: Final = object.__new__
+# Long-string sizes as ints: a compiled build works on native ints from them.
+_UNPACK_I: Final[Callable[[bytes, int], tuple[int]]] = Struct(">I").unpack_from
 _UNPACK_B: Final = Struct(">B").unpack_from
 _UNPACK_BB: Final = Struct(">BB").unpack_from
 _UNPACK_BHIQB: Final = Struct(">BHIQB").unpack_from
@@ -54,7 +56,6 @@ _UNPACK_HHIHIB: Final = Struct(">HHIHIB").unpack_from
 _UNPACK_HHQ: Final = Struct(">HHQ").unpack_from
 _UNPACK_HHQB: Final = Struct(">HHQB").unpack_from
 _UNPACK_HIH: Final = Struct(">HIH").unpack_from
-_UNPACK_I: Final = Struct(">I").unpack_from
 _UNPACK_IHB: Final = Struct(">IHB").unpack_from
 _UNPACK_IHIB: Final = Struct(">IHIB").unpack_from
 _UNPACK_II: Final = Struct(">II").unpack_from
@@ -135,6 +136,7 @@ _TestStringOk: Final[Any] = writable_twin(Test.StringOk)
 _TestTable: Final[Any] = writable_twin(Test.Table)
 _TestTableOk: Final[Any] = writable_twin(Test.TableOk)
 _TestContentOk: Final[Any] = writable_twin(Test.ContentOk)
+_Timestamp: Final = Timestamp
 # The frozen classes themselves, one global load each where they are given.
 _ConnectionStartClass: Final = Connection.Start
 _ConnectionStartOkClass: Final = Connection.StartOk
@@ -210,9 +212,13 @@ _TestContentOkClass: Final = Test.ContentOk
 # Property lists the same way: the twin has an instance dict like the frozen class, and only
 # the properties present are stored in it (absent ones read the class's None).
 _BasicProperties: Final[Any] = writable_twin(BasicProperties)
+_BasicPropertiesClass: Final = BasicProperties
 _FileProperties: Final[Any] = writable_twin(FileProperties)
+_FilePropertiesClass: Final = FileProperties
 _StreamProperties: Final[Any] = writable_twin(StreamProperties)
+_StreamPropertiesClass: Final = StreamProperties
 _TunnelProperties: Final[Any] = writable_twin(TunnelProperties)
+_TunnelPropertiesClass: Final = TunnelProperties
 
 
 def _overrun(o: int, end: int) -> FrameSyntaxError:
@@ -917,6 +923,7 @@ def decode_queue_unbind_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
 
 def decode_basic_qos(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.qos."""
+    bits0: int  # compared and masked: a native int in a compiled build
     prefetch_size, prefetch_count, bits0 = _UNPACK_IHB(buf, o)
     o += 7
     if bits0 > 1:  # located by diagnose.locate_method_error
@@ -1117,6 +1124,7 @@ def decode_basic_deliver(buf: bytes, o: int, end: int, depth: int) -> Method:
     except UnicodeDecodeError:
         consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
     o += n
+    bits0: int  # compared and masked: a native int in a compiled build
     delivery_tag, bits0 = _UNPACK_QB(buf, o)
     o += 9
     if bits0 > 1:  # located by diagnose.locate_method_error
@@ -1176,6 +1184,7 @@ def decode_basic_get(buf: bytes, o: int, end: int, depth: int) -> Method:
 
 def decode_basic_get_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.get-ok."""
+    bits0: int  # compared and masked: a native int in a compiled build
     delivery_tag, bits0 = _UNPACK_QB(buf, o)
     o += 9
     if bits0 > 1:  # located by diagnose.locate_method_error
@@ -1228,6 +1237,7 @@ def decode_basic_get_empty(buf: bytes, o: int, end: int, depth: int) -> Method:
 
 def decode_basic_ack(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.ack."""
+    bits0: int  # compared and masked: a native int in a compiled build
     delivery_tag, bits0 = _UNPACK_QB(buf, o)
     o += 9
     if bits0 > 1:  # located by diagnose.locate_method_error
@@ -1244,6 +1254,7 @@ def decode_basic_ack(buf: bytes, o: int, end: int, depth: int) -> Method:
 
 def decode_basic_reject(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.reject."""
+    bits0: int  # compared and masked: a native int in a compiled build
     delivery_tag, bits0 = _UNPACK_QB(buf, o)
     o += 9
     if bits0 > 1:  # located by diagnose.locate_method_error
@@ -1297,6 +1308,7 @@ def decode_basic_recover_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
 
 def decode_file_qos(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of file.qos."""
+    bits0: int  # compared and masked: a native int in a compiled build
     prefetch_size, prefetch_count, bits0 = _UNPACK_IHB(buf, o)
     o += 7
     if bits0 > 1:  # located by diagnose.locate_method_error
@@ -1544,6 +1556,7 @@ def decode_file_deliver(buf: bytes, o: int, end: int, depth: int) -> Method:
     except UnicodeDecodeError:
         consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
     o += n
+    bits0: int  # compared and masked: a native int in a compiled build
     delivery_tag, bits0 = _UNPACK_QB(buf, o)
     o += 9
     if bits0 > 1:  # located by diagnose.locate_method_error
@@ -1585,6 +1598,7 @@ def decode_file_deliver(buf: bytes, o: int, end: int, depth: int) -> Method:
 
 def decode_file_ack(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of file.ack."""
+    bits0: int  # compared and masked: a native int in a compiled build
     delivery_tag, bits0 = _UNPACK_QB(buf, o)
     o += 9
     if bits0 > 1:  # located by diagnose.locate_method_error
@@ -1601,6 +1615,7 @@ def decode_file_ack(buf: bytes, o: int, end: int, depth: int) -> Method:
 
 def decode_file_reject(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of file.reject."""
+    bits0: int  # compared and masked: a native int in a compiled build
     delivery_tag, bits0 = _UNPACK_QB(buf, o)
     o += 9
     if bits0 > 1:  # located by diagnose.locate_method_error
@@ -1617,6 +1632,7 @@ def decode_file_reject(buf: bytes, o: int, end: int, depth: int) -> Method:
 
 def decode_stream_qos(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of stream.qos."""
+    bits0: int  # compared and masked: a native int in a compiled build
     prefetch_size, prefetch_count, consume_rate, bits0 = _UNPACK_IHIB(buf, o)
     o += 11
     if bits0 > 1:  # located by diagnose.locate_method_error
@@ -2062,7 +2078,7 @@ def decode_test_content_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
 
 def decode_basic_properties(buf: bytes, o: int, end: int, depth: int) -> Properties:
     """Decode a basic property list (flag word, then the present properties)."""
-    (flags,) = _UNPACK_H(buf, o)
+    flags: int = _UNPACK_H(buf, o)[0]
     o += 2
     if flags & 0x0003:
         raise FrameSyntaxError(f"property flags 0x{flags:04x} set bits no basic property uses")
@@ -2124,7 +2140,7 @@ def decode_basic_properties(buf: bytes, o: int, end: int, depth: int) -> Propert
             props.message_id = buf[o : o + n].decode("utf-8", "surrogateescape")
         o += n
     if flags & 0x0040:
-        props.timestamp = Timestamp(_UNPACK_Q(buf, o)[0])
+        props.timestamp = _Timestamp(_UNPACK_Q(buf, o)[0])
         o += 8
     if flags & 0x0020:
         n = buf[o]
@@ -2160,13 +2176,13 @@ def decode_basic_properties(buf: bytes, o: int, end: int, depth: int) -> Propert
         o += n
     if o != end:
         raise _overrun(o, end)
-    props.__class__ = BasicProperties
+    props.__class__ = _BasicPropertiesClass
     return props  # type: ignore[no-any-return]
 
 
 def decode_file_properties(buf: bytes, o: int, end: int, depth: int) -> Properties:
     """Decode a file property list (flag word, then the present properties)."""
-    (flags,) = _UNPACK_H(buf, o)
+    flags: int = _UNPACK_H(buf, o)[0]
     o += 2
     if flags & 0x007F:
         raise FrameSyntaxError(f"property flags 0x{flags:04x} set bits no file property uses")
@@ -2217,7 +2233,7 @@ def decode_file_properties(buf: bytes, o: int, end: int, depth: int) -> Properti
             props.filename = buf[o : o + n].decode("utf-8", "surrogateescape")
         o += n
     if flags & 0x0100:
-        props.timestamp = Timestamp(_UNPACK_Q(buf, o)[0])
+        props.timestamp = _Timestamp(_UNPACK_Q(buf, o)[0])
         o += 8
     if flags & 0x0080:
         n = buf[o]
@@ -2229,13 +2245,13 @@ def decode_file_properties(buf: bytes, o: int, end: int, depth: int) -> Properti
         o += n
     if o != end:
         raise _overrun(o, end)
-    props.__class__ = FileProperties
+    props.__class__ = _FilePropertiesClass
     return props  # type: ignore[no-any-return]
 
 
 def decode_stream_properties(buf: bytes, o: int, end: int, depth: int) -> Properties:
     """Decode a stream property list (flag word, then the present properties)."""
-    (flags,) = _UNPACK_H(buf, o)
+    flags: int = _UNPACK_H(buf, o)[0]
     o += 2
     if flags & 0x07FF:
         raise FrameSyntaxError(f"property flags 0x{flags:04x} set bits no stream property uses")
@@ -2262,17 +2278,17 @@ def decode_stream_properties(buf: bytes, o: int, end: int, depth: int) -> Proper
         props.priority = buf[o]
         o += 1
     if flags & 0x0800:
-        props.timestamp = Timestamp(_UNPACK_Q(buf, o)[0])
+        props.timestamp = _Timestamp(_UNPACK_Q(buf, o)[0])
         o += 8
     if o != end:
         raise _overrun(o, end)
-    props.__class__ = StreamProperties
+    props.__class__ = _StreamPropertiesClass
     return props  # type: ignore[no-any-return]
 
 
 def decode_tunnel_properties(buf: bytes, o: int, end: int, depth: int) -> Properties:
     """Decode a tunnel property list (flag word, then the present properties)."""
-    (flags,) = _UNPACK_H(buf, o)
+    flags: int = _UNPACK_H(buf, o)[0]
     o += 2
     if flags & 0x07FF:
         raise FrameSyntaxError(f"property flags 0x{flags:04x} set bits no tunnel property uses")
@@ -2303,7 +2319,7 @@ def decode_tunnel_properties(buf: bytes, o: int, end: int, depth: int) -> Proper
         o += 1
     if o != end:
         raise _overrun(o, end)
-    props.__class__ = TunnelProperties
+    props.__class__ = _TunnelPropertiesClass
     return props  # type: ignore[no-any-return]
 
 

@@ -25,6 +25,8 @@ __all__ = ["METHOD_DECODERS", "PROPERTY_DECODERS"]
 
 # Module globals are Final: a compiled build (see amqp_codec._compiled) reads them as C statics.
 _new: Final = object.__new__
+# Long-string sizes as ints: a compiled build works on native ints from them.
+_UNPACK_I: Final[Callable[[bytes, int], tuple[int]]] = Struct(">I").unpack_from
 _UNPACK_B: Final = Struct(">B").unpack_from
 _UNPACK_BB: Final = Struct(">BB").unpack_from
 _UNPACK_H: Final = Struct(">H").unpack_from
@@ -37,7 +39,6 @@ _UNPACK_HHI: Final = Struct(">HHI").unpack_from
 _UNPACK_HHIHB: Final = Struct(">HHIHB").unpack_from
 _UNPACK_HHQB: Final = Struct(">HHQB").unpack_from
 _UNPACK_HIH: Final = Struct(">HIH").unpack_from
-_UNPACK_I: Final = Struct(">I").unpack_from
 _UNPACK_IHB: Final = Struct(">IHB").unpack_from
 _UNPACK_II: Final = Struct(">II").unpack_from
 _UNPACK_QB: Final = Struct(">QB").unpack_from
@@ -93,6 +94,7 @@ _BasicRecoverAsync: Final[Any] = writable_twin(Basic.RecoverAsync)
 _BasicRecover: Final[Any] = writable_twin(Basic.Recover)
 _BasicNack: Final[Any] = writable_twin(Basic.Nack)
 _ConfirmSelect: Final[Any] = writable_twin(Confirm.Select)
+_Timestamp: Final = Timestamp
 # The frozen classes themselves, one global load each where they are given.
 _ConnectionStartClass: Final = Connection.Start
 _ConnectionStartOkClass: Final = Connection.StartOk
@@ -144,6 +146,7 @@ _ConfirmSelectClass: Final = Confirm.Select
 # Property lists the same way: the twin has an instance dict like the frozen class, and only
 # the properties present are stored in it (absent ones read the class's None).
 _BasicProperties: Final[Any] = writable_twin(BasicProperties)
+_BasicPropertiesClass: Final = BasicProperties
 
 
 def _overrun(o: int, end: int) -> FrameSyntaxError:
@@ -967,6 +970,7 @@ def decode_queue_delete_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
 
 def decode_basic_qos(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.qos."""
+    bits0: int  # compared and masked: a native int in a compiled build
     prefetch_size, prefetch_count, bits0 = _UNPACK_IHB(buf, o)
     o += 7
     if bits0 > 1:  # located by diagnose.locate_method_error
@@ -1169,6 +1173,7 @@ def decode_basic_deliver(buf: bytes, o: int, end: int, depth: int) -> Method:
     except UnicodeDecodeError:
         consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
     o += n
+    bits0: int  # compared and masked: a native int in a compiled build
     delivery_tag, bits0 = _UNPACK_QB(buf, o)
     o += 9
     if bits0 > 1:  # located by diagnose.locate_method_error
@@ -1228,6 +1233,7 @@ def decode_basic_get(buf: bytes, o: int, end: int, depth: int) -> Method:
 
 def decode_basic_get_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.get-ok."""
+    bits0: int  # compared and masked: a native int in a compiled build
     delivery_tag, bits0 = _UNPACK_QB(buf, o)
     o += 9
     if bits0 > 1:  # located by diagnose.locate_method_error
@@ -1280,6 +1286,7 @@ def decode_basic_get_empty(buf: bytes, o: int, end: int, depth: int) -> Method:
 
 def decode_basic_ack(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.ack."""
+    bits0: int  # compared and masked: a native int in a compiled build
     delivery_tag, bits0 = _UNPACK_QB(buf, o)
     o += 9
     if bits0 > 1:  # located by diagnose.locate_method_error
@@ -1296,6 +1303,7 @@ def decode_basic_ack(buf: bytes, o: int, end: int, depth: int) -> Method:
 
 def decode_basic_reject(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.reject."""
+    bits0: int  # compared and masked: a native int in a compiled build
     delivery_tag, bits0 = _UNPACK_QB(buf, o)
     o += 9
     if bits0 > 1:  # located by diagnose.locate_method_error
@@ -1349,6 +1357,7 @@ def decode_basic_recover_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
 
 def decode_basic_nack(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.nack."""
+    bits0: int  # compared and masked: a native int in a compiled build
     delivery_tag, bits0 = _UNPACK_QB(buf, o)
     o += 9
     if bits0 > 3:  # located by diagnose.locate_method_error
@@ -1431,7 +1440,7 @@ def decode_tx_rollback_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
 
 def decode_basic_properties(buf: bytes, o: int, end: int, depth: int) -> Properties:
     """Decode a basic property list (flag word, then the present properties)."""
-    (flags,) = _UNPACK_H(buf, o)
+    flags: int = _UNPACK_H(buf, o)[0]
     o += 2
     if flags & 0x0003:
         raise FrameSyntaxError(f"property flags 0x{flags:04x} set bits no basic property uses")
@@ -1493,7 +1502,7 @@ def decode_basic_properties(buf: bytes, o: int, end: int, depth: int) -> Propert
             props.message_id = buf[o : o + n].decode("utf-8", "surrogateescape")
         o += n
     if flags & 0x0040:
-        props.timestamp = Timestamp(_UNPACK_Q(buf, o)[0])
+        props.timestamp = _Timestamp(_UNPACK_Q(buf, o)[0])
         o += 8
     if flags & 0x0020:
         n = buf[o]
@@ -1529,7 +1538,7 @@ def decode_basic_properties(buf: bytes, o: int, end: int, depth: int) -> Propert
         o += n
     if o != end:
         raise _overrun(o, end)
-    props.__class__ = BasicProperties
+    props.__class__ = _BasicPropertiesClass
     return props  # type: ignore[no-any-return]
 
 
