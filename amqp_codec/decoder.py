@@ -381,6 +381,8 @@ class FrameDecoder:
                 # Cut by the end of the chunk: wait for the rest (see receive_data).
                 self._need = end + 1 - pos
                 return _NEED_DATA
+        elif pos == have and self._fast and not self._pending_len and not self._eof:
+            return _NEED_DATA  # everything received is decoded
         if self._error is not None:
             raise self._error
         if len(buf) - pos + self._pending_len < self._need and not self._eof:
