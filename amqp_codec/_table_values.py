@@ -230,6 +230,10 @@ class FieldArray(Sequence[Any]):
         return f"FieldArray({self._values!r})"
 
 
+_set_values = FieldArray.__dict__["_values"].__set__
+_set_tags = FieldArray.__dict__["_tags"].__set__
+
+
 def _plain(value: Any) -> Any:
     if isinstance(value, FieldTable):
         return value.to_dict()

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import enum
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import ModuleType
-from typing import Literal
+from typing import Final, Literal
 
 from ._compiled import mypyc_attr
 from ._content import DEFAULT_MAX_BODY_SIZE
@@ -99,22 +99,37 @@ class NeedData(enum.Enum):
 #: Returned by :meth:`FrameDecoder.next_frame` when no whole frame is buffered.
 NEED_DATA: Literal[NeedData.NEED_DATA] = NeedData.NEED_DATA
 
-_unpack_index = struct.Struct(">I").unpack_from
-_unpack_frame_start = struct.Struct(">BHII").unpack_from
-_unpack_content_header = struct.Struct(">HHQ").unpack_from
+# Typed as returning ints, so that a compiled build works on native ints from them.
+_unpack_index: Final[Callable[[bytes, int], tuple[int]]] = struct.Struct(">I").unpack_from
+_unpack_frame_start: Final[Callable[[bytes, int], tuple[int, int, int, int]]] = struct.Struct(
+    ">BHII"
+).unpack_from
+_unpack_content_header: Final[Callable[[bytes, int], tuple[int, int, int]]] = struct.Struct(
+    ">HHQ"
+).unpack_from
 
 
 # Frames are built in writable twins (same slots) and then given their frozen class, as the
 # generated method decoders do: half the cost of the slot setters.
-_MethodFrameTwin = writable_twin(MethodFrame)
-_ContentHeaderFrameTwin = writable_twin(ContentHeaderFrame)
-_ContentBodyFrameTwin = writable_twin(ContentBodyFrame)
+_MethodFrameTwin: Final = writable_twin(MethodFrame)
+_ContentHeaderFrameTwin: Final = writable_twin(ContentHeaderFrame)
+_ContentBodyFrameTwin: Final = writable_twin(ContentBodyFrame)
 
 
 #: Below this many bytes a body piece is sliced rather than viewed (see _spanning_body).
-_SLICE_MAX = 4096
+_SLICE_MAX: Final = 4096
+#: A frame of at most this many bytes (header and end included) that the last chunk cut is
+#: completed by joining the next chunk to it as soon as it comes (see receive_data); a larger
+#: one waits in the queue for its last chunk.
+_JOIN_MAX: Final = 8192
 
-_HEARTBEAT = HeartbeatFrame(0)  # frozen, so one instance serves every heartbeat
+# The frame classes and NEED_DATA under Final names: a compiled build reads them as C statics.
+_MethodFrame: Final = MethodFrame
+_ContentHeaderFrame: Final = ContentHeaderFrame
+_ContentBodyFrame: Final = ContentBodyFrame
+_NEED_DATA: Final = NEED_DATA
+
+_HEARTBEAT: Final = HeartbeatFrame(0)  # frozen, so one instance serves every heartbeat
 
 
 def _resolve_spec(spec: ProtocolSpec | ModuleType | None) -> ProtocolSpec | None:
@@ -255,14 +270,26 @@ class FrameDecoder:
         if self._error is not None:
             return  # the stream is dead (next_frame re-raises): keep nothing more
         chunk = data if type(data) is bytes else bytes(data)
-        if not self._pending_len and self._pos == len(self._buf):
-            # Everything so far is decoded: decode the new chunk in place, no copy.
-            self._base += self._pos
-            self._buf = chunk
-            self._pos = 0
-        else:
-            self._pending.append(chunk)
-            self._pending_len += len(chunk)
+        if not self._pending_len:
+            pos = self._pos
+            rest = len(self._buf) - pos
+            if not rest:
+                # Everything so far is decoded: decode the new chunk in place, no copy.
+                self._base += pos
+                self._buf = chunk
+                self._pos = 0
+                return
+            need = self._need
+            if 0 < need <= _JOIN_MAX and rest + len(chunk) >= need:
+                # The end of the last chunk cut a small frame, which this one completes: join
+                # them now (the tail is shorter than the frame), so next_frame finds it whole.
+                self._base += pos
+                self._buf = self._buf[pos:] + chunk
+                self._pos = 0
+                self._need = 0
+                return
+        self._pending.append(chunk)
+        self._pending_len += len(chunk)
 
     def _fill(self, needed: int) -> bool:
         """Make ``needed`` bytes available at ``_buf[_pos:]``; False if not received yet."""
@@ -293,16 +320,17 @@ class FrameDecoder:
 
     def next_frame(self) -> Frame | Literal[NeedData.NEED_DATA]:
         """The next whole frame, or :data:`NEED_DATA`. Raises :class:`AMQPDecodeError`."""
-        # Fast path: a whole, valid method or body frame already in the buffer. Anything
+        # Fast path: a whole, valid frame already in the buffer, or one cut by its end. Anything
         # else (more data needed, the stream's start, other frame types, any error) goes to
         # _next_frame, which decodes it again with every check and the located errors.
         buf = self._buf
         pos = self._pos
-        if self._fast and len(buf) - pos > 11:
+        have = len(buf)
+        if self._fast and have - pos > 11:
             # The frame header and, for a method frame, its class and method ids.
             frame_type, channel, size, index = _unpack_frame_start(buf, pos)
             end = pos + 7 + size
-            if end < len(buf) and size <= self._limit and buf[end] == 206:
+            if end < have and size <= self._limit and buf[end] == 206:
                 if frame_type == 1 and size >= 4:
                     # Channel 0 carries the connection class and only it: one table each.
                     decoders = self._channel_decoders if channel else self._connection_decoders
@@ -316,14 +344,14 @@ class FrameDecoder:
                         twin = _MethodFrameTwin()
                         twin.channel = channel
                         twin.method = method
-                        twin.__class__ = MethodFrame
+                        twin.__class__ = _MethodFrame
                         self._pos = end + 1
                         return twin  # type: ignore[no-any-return]
                 elif frame_type == 3 and channel:
                     body = _ContentBodyFrameTwin()
                     body.channel = channel
                     body.payload = buf[pos + 7 : end]
-                    body.__class__ = ContentBodyFrame
+                    body.__class__ = _ContentBodyFrame
                     self._pos = end + 1
                     return body  # type: ignore[no-any-return]
                 elif frame_type == 2 and channel and size >= 14:
@@ -343,13 +371,22 @@ class FrameDecoder:
                             header.body_size = body_size
                             header.properties = properties
                             header.weight = weight
-                            header.__class__ = ContentHeaderFrame
+                            header.__class__ = _ContentHeaderFrame
                             self._pos = end + 1
                             return header  # type: ignore[no-any-return]
+                elif frame_type == 8 and not channel and not size:
+                    self._pos = end + 1
+                    return _HEARTBEAT
+            elif end >= have and size <= self._limit and not self._pending_len and not self._eof:
+                # Cut by the end of the chunk: wait for the rest (see receive_data).
+                self._need = end + 1 - pos
+                return _NEED_DATA
+        elif pos == have and self._fast and not self._pending_len and not self._eof:
+            return _NEED_DATA  # everything received is decoded
         if self._error is not None:
             raise self._error
         if len(buf) - pos + self._pending_len < self._need and not self._eof:
-            return NEED_DATA  # still short of the frame _fill last waited for
+            return _NEED_DATA  # still short of the frame _fill last waited for
         try:
             return self._next_frame()
         except AMQPDecodeError as exc:
@@ -467,7 +504,7 @@ class FrameDecoder:
         frame = _ContentBodyFrameTwin()
         frame.channel = channel
         frame.payload = payload
-        frame.__class__ = ContentBodyFrame
+        frame.__class__ = _ContentBodyFrame
         return frame  # type: ignore[no-any-return]
 
     def _need_data(self) -> Literal[NeedData.NEED_DATA]:

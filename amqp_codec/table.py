@@ -196,16 +196,15 @@ def _encoded_key(key: str) -> bytes:
 
 def _encode_entries(table: Mapping[str, Any], parts: list[bytes]) -> None:
     """Append the entries of ``table``; errors carry the path below ``table``."""
-    append = parts.append
     key: Any = ""
     try:
         if type(table) is FieldTable:
             for key, tag, value in table._entries:
-                append(_key_cache.get(key) or _encoded_key(key))
+                parts.append(_key_cache.get(key) or _encoded_key(key))
                 _encode_value(tag, value, parts)
             return
         for key, value in table.items():
-            append(_key_cache.get(key) or _encoded_key(key))
+            parts.append(_key_cache.get(key) or _encoded_key(key))
             _append_plain(value, parts)
     except AMQPEncodeError as exc:
         exc.field = _key_step(key) + (exc.field or "")

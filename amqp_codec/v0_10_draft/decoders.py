@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from struct import Struct
-from typing import Any
+from typing import Any, Final
 
 from amqp_codec.base import Method, Properties, writable_twin
 from amqp_codec.errors import FrameSyntaxError
@@ -38,126 +38,221 @@ from .methods import (
 
 __all__ = ["METHOD_DECODERS", "PROPERTY_DECODERS"]
 
-_new = object.__new__
-_UNPACK_B = Struct(">B").unpack_from
-_UNPACK_BB = Struct(">BB").unpack_from
-_UNPACK_BBB = Struct(">BBB").unpack_from
-_UNPACK_BBBB = Struct(">BBBB").unpack_from
-_UNPACK_BBH = Struct(">BBH").unpack_from
-_UNPACK_BBHB = Struct(">BBHB").unpack_from
-_UNPACK_BBHIH = Struct(">BBHIH").unpack_from
-_UNPACK_BBI = Struct(">BBI").unpack_from
-_UNPACK_BBIHB = Struct(">BBIHB").unpack_from
-_UNPACK_BBIHIB = Struct(">BBIHIB").unpack_from
-_UNPACK_BBQ = Struct(">BBQ").unpack_from
-_UNPACK_BBQB = Struct(">BBQB").unpack_from
-_UNPACK_BI = Struct(">BI").unpack_from
-_UNPACK_H = Struct(">H").unpack_from
-_UNPACK_HB = Struct(">HB").unpack_from
-_UNPACK_HH = Struct(">HH").unpack_from
-_UNPACK_HIH = Struct(">HIH").unpack_from
-_UNPACK_I = Struct(">I").unpack_from
-_UNPACK_IHB = Struct(">IHB").unpack_from
-_UNPACK_IHIB = Struct(">IHIB").unpack_from
-_UNPACK_Q = Struct(">Q").unpack_from
-_UNPACK_QB = Struct(">QB").unpack_from
-_UNPACK_I = Struct(">I").unpack_from
+# Module globals are Final: a compiled build (see amqp_codec._compiled) reads them as C statics.
+_new: Final = object.__new__
+# Long-string sizes as ints: a compiled build works on native ints from them.
+_UNPACK_I: Final[Callable[[bytes, int], tuple[int]]] = Struct(">I").unpack_from
+_UNPACK_B: Final = Struct(">B").unpack_from
+_UNPACK_BB: Final = Struct(">BB").unpack_from
+_UNPACK_BBB: Final = Struct(">BBB").unpack_from
+_UNPACK_BBBB: Final = Struct(">BBBB").unpack_from
+_UNPACK_BBH: Final = Struct(">BBH").unpack_from
+_UNPACK_BBHB: Final = Struct(">BBHB").unpack_from
+_UNPACK_BBHIH: Final = Struct(">BBHIH").unpack_from
+_UNPACK_BBI: Final = Struct(">BBI").unpack_from
+_UNPACK_BBIHB: Final = Struct(">BBIHB").unpack_from
+_UNPACK_BBIHIB: Final = Struct(">BBIHIB").unpack_from
+_UNPACK_BBQ: Final = Struct(">BBQ").unpack_from
+_UNPACK_BBQB: Final = Struct(">BBQB").unpack_from
+_UNPACK_BI: Final = Struct(">BI").unpack_from
+_UNPACK_H: Final = Struct(">H").unpack_from
+_UNPACK_HB: Final = Struct(">HB").unpack_from
+_UNPACK_HH: Final = Struct(">HH").unpack_from
+_UNPACK_HIH: Final = Struct(">HIH").unpack_from
+_UNPACK_IHB: Final = Struct(">IHB").unpack_from
+_UNPACK_IHIB: Final = Struct(">IHIB").unpack_from
+_UNPACK_Q: Final = Struct(">Q").unpack_from
+_UNPACK_QB: Final = Struct(">QB").unpack_from
 
 # A decoder fills a writable twin of the method class (same base, same slots) with plain
 # attribute stores, then gives the object its frozen class: a __class__ assignment between
 # layout-identical classes. That costs half as much as the frozen class's slot setters.
-_ConnectionStart: Any = writable_twin(Connection.Start)
-_ConnectionStartOk: Any = writable_twin(Connection.StartOk)
-_ConnectionSecure: Any = writable_twin(Connection.Secure)
-_ConnectionSecureOk: Any = writable_twin(Connection.SecureOk)
-_ConnectionTune: Any = writable_twin(Connection.Tune)
-_ConnectionTuneOk: Any = writable_twin(Connection.TuneOk)
-_ConnectionOpen: Any = writable_twin(Connection.Open)
-_ConnectionOpenOk: Any = writable_twin(Connection.OpenOk)
-_ConnectionRedirect: Any = writable_twin(Connection.Redirect)
-_ConnectionClose: Any = writable_twin(Connection.Close)
-_SessionOpen: Any = writable_twin(Session.Open)
-_SessionAttached: Any = writable_twin(Session.Attached)
-_SessionFlow: Any = writable_twin(Session.Flow)
-_SessionFlowOk: Any = writable_twin(Session.FlowOk)
-_SessionClosed: Any = writable_twin(Session.Closed)
-_SessionResume: Any = writable_twin(Session.Resume)
-_SessionAck: Any = writable_twin(Session.Ack)
-_SessionHighWaterMark: Any = writable_twin(Session.HighWaterMark)
-_AccessRequest: Any = writable_twin(Access.Request)
-_AccessRequestOk: Any = writable_twin(Access.RequestOk)
-_ExchangeDeclare: Any = writable_twin(Exchange.Declare)
-_ExchangeDelete: Any = writable_twin(Exchange.Delete)
-_ExchangeQuery: Any = writable_twin(Exchange.Query)
-_QueueDeclare: Any = writable_twin(Queue.Declare)
-_QueueBind: Any = writable_twin(Queue.Bind)
-_QueueUnbind: Any = writable_twin(Queue.Unbind)
-_QueuePurge: Any = writable_twin(Queue.Purge)
-_QueueDelete: Any = writable_twin(Queue.Delete)
-_QueueQuery: Any = writable_twin(Queue.Query)
-_BasicQos: Any = writable_twin(Basic.Qos)
-_BasicConsume: Any = writable_twin(Basic.Consume)
-_BasicConsumeOk: Any = writable_twin(Basic.ConsumeOk)
-_BasicCancel: Any = writable_twin(Basic.Cancel)
-_BasicPublish: Any = writable_twin(Basic.Publish)
-_BasicDeliver: Any = writable_twin(Basic.Deliver)
-_BasicGet: Any = writable_twin(Basic.Get)
-_BasicGetOk: Any = writable_twin(Basic.GetOk)
-_BasicGetEmpty: Any = writable_twin(Basic.GetEmpty)
-_BasicAck: Any = writable_twin(Basic.Ack)
-_BasicReject: Any = writable_twin(Basic.Reject)
-_BasicRecover: Any = writable_twin(Basic.Recover)
-_FileQos: Any = writable_twin(File.Qos)
-_FileConsume: Any = writable_twin(File.Consume)
-_FileConsumeOk: Any = writable_twin(File.ConsumeOk)
-_FileCancel: Any = writable_twin(File.Cancel)
-_FileOpen: Any = writable_twin(File.Open)
-_FileOpenOk: Any = writable_twin(File.OpenOk)
-_FilePublish: Any = writable_twin(File.Publish)
-_FileReturn: Any = writable_twin(File.Return)
-_FileDeliver: Any = writable_twin(File.Deliver)
-_FileAck: Any = writable_twin(File.Ack)
-_FileReject: Any = writable_twin(File.Reject)
-_StreamQos: Any = writable_twin(Stream.Qos)
-_StreamConsume: Any = writable_twin(Stream.Consume)
-_StreamConsumeOk: Any = writable_twin(Stream.ConsumeOk)
-_StreamCancel: Any = writable_twin(Stream.Cancel)
-_StreamPublish: Any = writable_twin(Stream.Publish)
-_StreamReturn: Any = writable_twin(Stream.Return)
-_StreamDeliver: Any = writable_twin(Stream.Deliver)
-_DtxDemarcationStart: Any = writable_twin(DtxDemarcation.Start)
-_DtxDemarcationEnd: Any = writable_twin(DtxDemarcation.End)
-_DtxCoordinationCommit: Any = writable_twin(DtxCoordination.Commit)
-_DtxCoordinationForget: Any = writable_twin(DtxCoordination.Forget)
-_DtxCoordinationGetTimeout: Any = writable_twin(DtxCoordination.GetTimeout)
-_DtxCoordinationPrepare: Any = writable_twin(DtxCoordination.Prepare)
-_DtxCoordinationRecover: Any = writable_twin(DtxCoordination.Recover)
-_DtxCoordinationRollback: Any = writable_twin(DtxCoordination.Rollback)
-_DtxCoordinationSetTimeout: Any = writable_twin(DtxCoordination.SetTimeout)
-_TunnelRequest: Any = writable_twin(Tunnel.Request)
-_MessageTransfer: Any = writable_twin(Message.Transfer)
-_MessageReject: Any = writable_twin(Message.Reject)
-_MessageAcquire: Any = writable_twin(Message.Acquire)
-_MessageAcquired: Any = writable_twin(Message.Acquired)
-_MessageRelease: Any = writable_twin(Message.Release)
-_MessageSubscribe: Any = writable_twin(Message.Subscribe)
-_MessageCancel: Any = writable_twin(Message.Cancel)
-_MessageGet: Any = writable_twin(Message.Get)
-_MessageRecover: Any = writable_twin(Message.Recover)
-_MessageOpen: Any = writable_twin(Message.Open)
-_MessageClose: Any = writable_twin(Message.Close)
-_MessageAppend: Any = writable_twin(Message.Append)
-_MessageCheckpoint: Any = writable_twin(Message.Checkpoint)
-_MessageResume: Any = writable_twin(Message.Resume)
-_MessageQos: Any = writable_twin(Message.Qos)
-_MessageFlowMode: Any = writable_twin(Message.FlowMode)
-_MessageFlow: Any = writable_twin(Message.Flow)
-_MessageFlush: Any = writable_twin(Message.Flush)
-_MessageStop: Any = writable_twin(Message.Stop)
-_MessageOffset: Any = writable_twin(Message.Offset)
-_BindingQuery: Any = writable_twin(Binding.Query)
-_ExecutionComplete: Any = writable_twin(Execution.Complete)
-_ExecutionResult: Any = writable_twin(Execution.Result)
+_ConnectionStart: Final[Any] = writable_twin(Connection.Start)
+_ConnectionStartOk: Final[Any] = writable_twin(Connection.StartOk)
+_ConnectionSecure: Final[Any] = writable_twin(Connection.Secure)
+_ConnectionSecureOk: Final[Any] = writable_twin(Connection.SecureOk)
+_ConnectionTune: Final[Any] = writable_twin(Connection.Tune)
+_ConnectionTuneOk: Final[Any] = writable_twin(Connection.TuneOk)
+_ConnectionOpen: Final[Any] = writable_twin(Connection.Open)
+_ConnectionOpenOk: Final[Any] = writable_twin(Connection.OpenOk)
+_ConnectionRedirect: Final[Any] = writable_twin(Connection.Redirect)
+_ConnectionClose: Final[Any] = writable_twin(Connection.Close)
+_SessionOpen: Final[Any] = writable_twin(Session.Open)
+_SessionAttached: Final[Any] = writable_twin(Session.Attached)
+_SessionFlow: Final[Any] = writable_twin(Session.Flow)
+_SessionFlowOk: Final[Any] = writable_twin(Session.FlowOk)
+_SessionClosed: Final[Any] = writable_twin(Session.Closed)
+_SessionResume: Final[Any] = writable_twin(Session.Resume)
+_SessionAck: Final[Any] = writable_twin(Session.Ack)
+_SessionHighWaterMark: Final[Any] = writable_twin(Session.HighWaterMark)
+_AccessRequest: Final[Any] = writable_twin(Access.Request)
+_AccessRequestOk: Final[Any] = writable_twin(Access.RequestOk)
+_ExchangeDeclare: Final[Any] = writable_twin(Exchange.Declare)
+_ExchangeDelete: Final[Any] = writable_twin(Exchange.Delete)
+_ExchangeQuery: Final[Any] = writable_twin(Exchange.Query)
+_QueueDeclare: Final[Any] = writable_twin(Queue.Declare)
+_QueueBind: Final[Any] = writable_twin(Queue.Bind)
+_QueueUnbind: Final[Any] = writable_twin(Queue.Unbind)
+_QueuePurge: Final[Any] = writable_twin(Queue.Purge)
+_QueueDelete: Final[Any] = writable_twin(Queue.Delete)
+_QueueQuery: Final[Any] = writable_twin(Queue.Query)
+_BasicQos: Final[Any] = writable_twin(Basic.Qos)
+_BasicConsume: Final[Any] = writable_twin(Basic.Consume)
+_BasicConsumeOk: Final[Any] = writable_twin(Basic.ConsumeOk)
+_BasicCancel: Final[Any] = writable_twin(Basic.Cancel)
+_BasicPublish: Final[Any] = writable_twin(Basic.Publish)
+_BasicDeliver: Final[Any] = writable_twin(Basic.Deliver)
+_BasicGet: Final[Any] = writable_twin(Basic.Get)
+_BasicGetOk: Final[Any] = writable_twin(Basic.GetOk)
+_BasicGetEmpty: Final[Any] = writable_twin(Basic.GetEmpty)
+_BasicAck: Final[Any] = writable_twin(Basic.Ack)
+_BasicReject: Final[Any] = writable_twin(Basic.Reject)
+_BasicRecover: Final[Any] = writable_twin(Basic.Recover)
+_FileQos: Final[Any] = writable_twin(File.Qos)
+_FileConsume: Final[Any] = writable_twin(File.Consume)
+_FileConsumeOk: Final[Any] = writable_twin(File.ConsumeOk)
+_FileCancel: Final[Any] = writable_twin(File.Cancel)
+_FileOpen: Final[Any] = writable_twin(File.Open)
+_FileOpenOk: Final[Any] = writable_twin(File.OpenOk)
+_FilePublish: Final[Any] = writable_twin(File.Publish)
+_FileReturn: Final[Any] = writable_twin(File.Return)
+_FileDeliver: Final[Any] = writable_twin(File.Deliver)
+_FileAck: Final[Any] = writable_twin(File.Ack)
+_FileReject: Final[Any] = writable_twin(File.Reject)
+_StreamQos: Final[Any] = writable_twin(Stream.Qos)
+_StreamConsume: Final[Any] = writable_twin(Stream.Consume)
+_StreamConsumeOk: Final[Any] = writable_twin(Stream.ConsumeOk)
+_StreamCancel: Final[Any] = writable_twin(Stream.Cancel)
+_StreamPublish: Final[Any] = writable_twin(Stream.Publish)
+_StreamReturn: Final[Any] = writable_twin(Stream.Return)
+_StreamDeliver: Final[Any] = writable_twin(Stream.Deliver)
+_DtxDemarcationStart: Final[Any] = writable_twin(DtxDemarcation.Start)
+_DtxDemarcationEnd: Final[Any] = writable_twin(DtxDemarcation.End)
+_DtxCoordinationCommit: Final[Any] = writable_twin(DtxCoordination.Commit)
+_DtxCoordinationForget: Final[Any] = writable_twin(DtxCoordination.Forget)
+_DtxCoordinationGetTimeout: Final[Any] = writable_twin(DtxCoordination.GetTimeout)
+_DtxCoordinationPrepare: Final[Any] = writable_twin(DtxCoordination.Prepare)
+_DtxCoordinationRecover: Final[Any] = writable_twin(DtxCoordination.Recover)
+_DtxCoordinationRollback: Final[Any] = writable_twin(DtxCoordination.Rollback)
+_DtxCoordinationSetTimeout: Final[Any] = writable_twin(DtxCoordination.SetTimeout)
+_TunnelRequest: Final[Any] = writable_twin(Tunnel.Request)
+_MessageTransfer: Final[Any] = writable_twin(Message.Transfer)
+_MessageReject: Final[Any] = writable_twin(Message.Reject)
+_MessageAcquire: Final[Any] = writable_twin(Message.Acquire)
+_MessageAcquired: Final[Any] = writable_twin(Message.Acquired)
+_MessageRelease: Final[Any] = writable_twin(Message.Release)
+_MessageSubscribe: Final[Any] = writable_twin(Message.Subscribe)
+_MessageCancel: Final[Any] = writable_twin(Message.Cancel)
+_MessageGet: Final[Any] = writable_twin(Message.Get)
+_MessageRecover: Final[Any] = writable_twin(Message.Recover)
+_MessageOpen: Final[Any] = writable_twin(Message.Open)
+_MessageClose: Final[Any] = writable_twin(Message.Close)
+_MessageAppend: Final[Any] = writable_twin(Message.Append)
+_MessageCheckpoint: Final[Any] = writable_twin(Message.Checkpoint)
+_MessageResume: Final[Any] = writable_twin(Message.Resume)
+_MessageQos: Final[Any] = writable_twin(Message.Qos)
+_MessageFlowMode: Final[Any] = writable_twin(Message.FlowMode)
+_MessageFlow: Final[Any] = writable_twin(Message.Flow)
+_MessageFlush: Final[Any] = writable_twin(Message.Flush)
+_MessageStop: Final[Any] = writable_twin(Message.Stop)
+_MessageOffset: Final[Any] = writable_twin(Message.Offset)
+_BindingQuery: Final[Any] = writable_twin(Binding.Query)
+_ExecutionComplete: Final[Any] = writable_twin(Execution.Complete)
+_ExecutionResult: Final[Any] = writable_twin(Execution.Result)
+_Timestamp: Final = Timestamp
+# The frozen classes themselves, one global load each where they are given.
+_ConnectionStartClass: Final = Connection.Start
+_ConnectionStartOkClass: Final = Connection.StartOk
+_ConnectionSecureClass: Final = Connection.Secure
+_ConnectionSecureOkClass: Final = Connection.SecureOk
+_ConnectionTuneClass: Final = Connection.Tune
+_ConnectionTuneOkClass: Final = Connection.TuneOk
+_ConnectionOpenClass: Final = Connection.Open
+_ConnectionOpenOkClass: Final = Connection.OpenOk
+_ConnectionRedirectClass: Final = Connection.Redirect
+_ConnectionCloseClass: Final = Connection.Close
+_SessionOpenClass: Final = Session.Open
+_SessionAttachedClass: Final = Session.Attached
+_SessionFlowClass: Final = Session.Flow
+_SessionFlowOkClass: Final = Session.FlowOk
+_SessionClosedClass: Final = Session.Closed
+_SessionResumeClass: Final = Session.Resume
+_SessionAckClass: Final = Session.Ack
+_SessionHighWaterMarkClass: Final = Session.HighWaterMark
+_AccessRequestClass: Final = Access.Request
+_AccessRequestOkClass: Final = Access.RequestOk
+_ExchangeDeclareClass: Final = Exchange.Declare
+_ExchangeDeleteClass: Final = Exchange.Delete
+_ExchangeQueryClass: Final = Exchange.Query
+_QueueDeclareClass: Final = Queue.Declare
+_QueueBindClass: Final = Queue.Bind
+_QueueUnbindClass: Final = Queue.Unbind
+_QueuePurgeClass: Final = Queue.Purge
+_QueueDeleteClass: Final = Queue.Delete
+_QueueQueryClass: Final = Queue.Query
+_BasicQosClass: Final = Basic.Qos
+_BasicConsumeClass: Final = Basic.Consume
+_BasicConsumeOkClass: Final = Basic.ConsumeOk
+_BasicCancelClass: Final = Basic.Cancel
+_BasicPublishClass: Final = Basic.Publish
+_BasicDeliverClass: Final = Basic.Deliver
+_BasicGetClass: Final = Basic.Get
+_BasicGetOkClass: Final = Basic.GetOk
+_BasicGetEmptyClass: Final = Basic.GetEmpty
+_BasicAckClass: Final = Basic.Ack
+_BasicRejectClass: Final = Basic.Reject
+_BasicRecoverClass: Final = Basic.Recover
+_FileQosClass: Final = File.Qos
+_FileConsumeClass: Final = File.Consume
+_FileConsumeOkClass: Final = File.ConsumeOk
+_FileCancelClass: Final = File.Cancel
+_FileOpenClass: Final = File.Open
+_FileOpenOkClass: Final = File.OpenOk
+_FilePublishClass: Final = File.Publish
+_FileReturnClass: Final = File.Return
+_FileDeliverClass: Final = File.Deliver
+_FileAckClass: Final = File.Ack
+_FileRejectClass: Final = File.Reject
+_StreamQosClass: Final = Stream.Qos
+_StreamConsumeClass: Final = Stream.Consume
+_StreamConsumeOkClass: Final = Stream.ConsumeOk
+_StreamCancelClass: Final = Stream.Cancel
+_StreamPublishClass: Final = Stream.Publish
+_StreamReturnClass: Final = Stream.Return
+_StreamDeliverClass: Final = Stream.Deliver
+_DtxDemarcationStartClass: Final = DtxDemarcation.Start
+_DtxDemarcationEndClass: Final = DtxDemarcation.End
+_DtxCoordinationCommitClass: Final = DtxCoordination.Commit
+_DtxCoordinationForgetClass: Final = DtxCoordination.Forget
+_DtxCoordinationGetTimeoutClass: Final = DtxCoordination.GetTimeout
+_DtxCoordinationPrepareClass: Final = DtxCoordination.Prepare
+_DtxCoordinationRecoverClass: Final = DtxCoordination.Recover
+_DtxCoordinationRollbackClass: Final = DtxCoordination.Rollback
+_DtxCoordinationSetTimeoutClass: Final = DtxCoordination.SetTimeout
+_TunnelRequestClass: Final = Tunnel.Request
+_MessageTransferClass: Final = Message.Transfer
+_MessageRejectClass: Final = Message.Reject
+_MessageAcquireClass: Final = Message.Acquire
+_MessageAcquiredClass: Final = Message.Acquired
+_MessageReleaseClass: Final = Message.Release
+_MessageSubscribeClass: Final = Message.Subscribe
+_MessageCancelClass: Final = Message.Cancel
+_MessageGetClass: Final = Message.Get
+_MessageRecoverClass: Final = Message.Recover
+_MessageOpenClass: Final = Message.Open
+_MessageCloseClass: Final = Message.Close
+_MessageAppendClass: Final = Message.Append
+_MessageCheckpointClass: Final = Message.Checkpoint
+_MessageResumeClass: Final = Message.Resume
+_MessageQosClass: Final = Message.Qos
+_MessageFlowModeClass: Final = Message.FlowMode
+_MessageFlowClass: Final = Message.Flow
+_MessageFlushClass: Final = Message.Flush
+_MessageStopClass: Final = Message.Stop
+_MessageOffsetClass: Final = Message.Offset
+_BindingQueryClass: Final = Binding.Query
+_ExecutionCompleteClass: Final = Execution.Complete
+_ExecutionResultClass: Final = Execution.Result
 # Property lists the same way: the twin has an instance dict like the frozen class, and only
 # the properties present are stored in it (absent ones read the class's None).
 
@@ -191,7 +286,7 @@ def decode_connection_start(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.server_properties = server_properties
     m.mechanisms = mechanisms
     m.locales = locales
-    m.__class__ = Connection.Start
+    m.__class__ = _ConnectionStartClass
     return m  # type: ignore[no-any-return]
 
 
@@ -199,11 +294,12 @@ def decode_connection_start_ok(buf: bytes, o: int, end: int, depth: int) -> Meth
     """Decode the arguments of connection.start-ok."""
     client_properties, o = decode_table(buf, o, end, depth)
     n = buf[o]
+    o += 1
     try:
-        mechanism = buf[o + 1 : o + 1 + n].decode()
+        mechanism = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        mechanism = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        mechanism = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     (n,) = _UNPACK_I(buf, o)
     o += 4
     if o + n > end:
@@ -211,11 +307,12 @@ def decode_connection_start_ok(buf: bytes, o: int, end: int, depth: int) -> Meth
     response = buf[o : o + n]
     o += n
     n = buf[o]
+    o += 1
     try:
-        locale = buf[o + 1 : o + 1 + n].decode()
+        locale = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        locale = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        locale = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _ConnectionStartOk()
@@ -223,7 +320,7 @@ def decode_connection_start_ok(buf: bytes, o: int, end: int, depth: int) -> Meth
     m.mechanism = mechanism
     m.response = response
     m.locale = locale
-    m.__class__ = Connection.StartOk
+    m.__class__ = _ConnectionStartOkClass
     return m  # type: ignore[no-any-return]
 
 
@@ -239,7 +336,7 @@ def decode_connection_secure(buf: bytes, o: int, end: int, depth: int) -> Method
         raise _overrun(o, end)
     m = _ConnectionSecure()
     m.challenge = challenge
-    m.__class__ = Connection.Secure
+    m.__class__ = _ConnectionSecureClass
     return m  # type: ignore[no-any-return]
 
 
@@ -255,7 +352,7 @@ def decode_connection_secure_ok(buf: bytes, o: int, end: int, depth: int) -> Met
         raise _overrun(o, end)
     m = _ConnectionSecureOk()
     m.response = response
-    m.__class__ = Connection.SecureOk
+    m.__class__ = _ConnectionSecureOkClass
     return m  # type: ignore[no-any-return]
 
 
@@ -269,7 +366,7 @@ def decode_connection_tune(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.channel_max = channel_max
     m.frame_max = frame_max
     m.heartbeat = heartbeat
-    m.__class__ = Connection.Tune
+    m.__class__ = _ConnectionTuneClass
     return m  # type: ignore[no-any-return]
 
 
@@ -283,75 +380,80 @@ def decode_connection_tune_ok(buf: bytes, o: int, end: int, depth: int) -> Metho
     m.channel_max = channel_max
     m.frame_max = frame_max
     m.heartbeat = heartbeat
-    m.__class__ = Connection.TuneOk
+    m.__class__ = _ConnectionTuneOkClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_connection_open(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of connection.open."""
     n = buf[o]
+    o += 1
     try:
-        virtual_host = buf[o + 1 : o + 1 + n].decode()
+        virtual_host = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        virtual_host = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        virtual_host = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        capabilities = buf[o + 1 : o + 1 + n].decode()
+        capabilities = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        capabilities = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        capabilities = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    insist = (bits0 & 1) != 0
+    insist = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _ConnectionOpen()
     m.virtual_host = virtual_host
     m.capabilities = capabilities
     m.insist = insist
-    m.__class__ = Connection.Open
+    m.__class__ = _ConnectionOpenClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_connection_open_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of connection.open-ok."""
     n = buf[o]
+    o += 1
     try:
-        known_hosts = buf[o + 1 : o + 1 + n].decode()
+        known_hosts = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        known_hosts = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        known_hosts = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _ConnectionOpenOk()
     m.known_hosts = known_hosts
-    m.__class__ = Connection.OpenOk
+    m.__class__ = _ConnectionOpenOkClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_connection_redirect(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of connection.redirect."""
     n = buf[o]
+    o += 1
     try:
-        host = buf[o + 1 : o + 1 + n].decode()
+        host = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        host = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        host = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        known_hosts = buf[o + 1 : o + 1 + n].decode()
+        known_hosts = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        known_hosts = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        known_hosts = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _ConnectionRedirect()
     m.host = host
     m.known_hosts = known_hosts
-    m.__class__ = Connection.Redirect
+    m.__class__ = _ConnectionRedirectClass
     return m  # type: ignore[no-any-return]
 
 
@@ -360,11 +462,12 @@ def decode_connection_close(buf: bytes, o: int, end: int, depth: int) -> Method:
     (reply_code,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        reply_text = buf[o + 1 : o + 1 + n].decode()
+        reply_text = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        reply_text = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        reply_text = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     class_id, method_id = _UNPACK_HH(buf, o)
     o += 4
     if o != end:
@@ -374,7 +477,7 @@ def decode_connection_close(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.reply_text = reply_text
     m.class_id = class_id
     m.method_id = method_id
-    m.__class__ = Connection.Close
+    m.__class__ = _ConnectionCloseClass
     return m  # type: ignore[no-any-return]
 
 
@@ -393,7 +496,7 @@ def decode_session_open(buf: bytes, o: int, end: int, depth: int) -> Method:
         raise _overrun(o, end)
     m = _SessionOpen()
     m.detached_lifetime = detached_lifetime
-    m.__class__ = Session.Open
+    m.__class__ = _SessionOpenClass
     return m  # type: ignore[no-any-return]
 
 
@@ -407,7 +510,7 @@ def decode_session_attached(buf: bytes, o: int, end: int, depth: int) -> Method:
     m = _SessionAttached()
     m.session_id = session_id
     m.detached_lifetime = detached_lifetime
-    m.__class__ = Session.Attached
+    m.__class__ = _SessionAttachedClass
     return m  # type: ignore[no-any-return]
 
 
@@ -417,12 +520,12 @@ def decode_session_flow(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    active = (bits0 & 1) != 0
+    active = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _SessionFlow()
     m.active = active
-    m.__class__ = Session.Flow
+    m.__class__ = _SessionFlowClass
     return m  # type: ignore[no-any-return]
 
 
@@ -432,12 +535,12 @@ def decode_session_flow_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    active = (bits0 & 1) != 0
+    active = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _SessionFlowOk()
     m.active = active
-    m.__class__ = Session.FlowOk
+    m.__class__ = _SessionFlowOkClass
     return m  # type: ignore[no-any-return]
 
 
@@ -453,17 +556,18 @@ def decode_session_closed(buf: bytes, o: int, end: int, depth: int) -> Method:
     (reply_code,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        reply_text = buf[o + 1 : o + 1 + n].decode()
+        reply_text = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        reply_text = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        reply_text = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _SessionClosed()
     m.reply_code = reply_code
     m.reply_text = reply_text
-    m.__class__ = Session.Closed
+    m.__class__ = _SessionClosedClass
     return m  # type: ignore[no-any-return]
 
 
@@ -474,7 +578,7 @@ def decode_session_resume(buf: bytes, o: int, end: int, depth: int) -> Method:
         raise _overrun(o, end)
     m = _SessionResume()
     m.session_id = session_id
-    m.__class__ = Session.Resume
+    m.__class__ = _SessionResumeClass
     return m  # type: ignore[no-any-return]
 
 
@@ -502,7 +606,7 @@ def decode_session_ack(buf: bytes, o: int, end: int, depth: int) -> Method:
     m = _SessionAck()
     m.cumulative_seen_mark = cumulative_seen_mark
     m.seen_frame_set = seen_frame_set
-    m.__class__ = Session.Ack
+    m.__class__ = _SessionAckClass
     return m  # type: ignore[no-any-return]
 
 
@@ -514,7 +618,7 @@ def decode_session_high_water_mark(buf: bytes, o: int, end: int, depth: int) -> 
         raise _overrun(o, end)
     m = _SessionHighWaterMark()
     m.last_sent_mark = last_sent_mark
-    m.__class__ = Session.HighWaterMark
+    m.__class__ = _SessionHighWaterMarkClass
     return m  # type: ignore[no-any-return]
 
 
@@ -528,11 +632,12 @@ def decode_session_solicit_ack(buf: bytes, o: int, end: int, depth: int) -> Meth
 def decode_access_request(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of access.request."""
     n = buf[o]
+    o += 1
     try:
-        realm = buf[o + 1 : o + 1 + n].decode()
+        realm = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        realm = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        realm = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 31:  # located by diagnose.locate_method_error
@@ -551,7 +656,7 @@ def decode_access_request(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.active = active
     m.write = write
     m.read = read
-    m.__class__ = Access.Request
+    m.__class__ = _AccessRequestClass
     return m  # type: ignore[no-any-return]
 
 
@@ -563,7 +668,7 @@ def decode_access_request_ok(buf: bytes, o: int, end: int, depth: int) -> Method
         raise _overrun(o, end)
     m = _AccessRequestOk()
     m.ticket = ticket
-    m.__class__ = Access.RequestOk
+    m.__class__ = _AccessRequestOkClass
     return m  # type: ignore[no-any-return]
 
 
@@ -572,23 +677,26 @@ def decode_exchange_declare(buf: bytes, o: int, end: int, depth: int) -> Method:
     (ticket,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        type = buf[o + 1 : o + 1 + n].decode()
+        type = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        type = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        type = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        alternate_exchange = buf[o + 1 : o + 1 + n].decode()
+        alternate_exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        alternate_exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        alternate_exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 7:  # located by diagnose.locate_method_error
@@ -608,7 +716,7 @@ def decode_exchange_declare(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.durable = durable
     m.auto_delete = auto_delete
     m.arguments = arguments
-    m.__class__ = Exchange.Declare
+    m.__class__ = _ExchangeDeclareClass
     return m  # type: ignore[no-any-return]
 
 
@@ -617,23 +725,24 @@ def decode_exchange_delete(buf: bytes, o: int, end: int, depth: int) -> Method:
     (ticket,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    if_unused = (bits0 & 1) != 0
+    if_unused = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _ExchangeDelete()
     m.ticket = ticket
     m.exchange = exchange
     m.if_unused = if_unused
-    m.__class__ = Exchange.Delete
+    m.__class__ = _ExchangeDeleteClass
     return m  # type: ignore[no-any-return]
 
 
@@ -642,17 +751,18 @@ def decode_exchange_query(buf: bytes, o: int, end: int, depth: int) -> Method:
     (ticket,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        name = buf[o + 1 : o + 1 + n].decode()
+        name = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        name = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        name = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _ExchangeQuery()
     m.ticket = ticket
     m.name = name
-    m.__class__ = Exchange.Query
+    m.__class__ = _ExchangeQueryClass
     return m  # type: ignore[no-any-return]
 
 
@@ -661,17 +771,19 @@ def decode_queue_declare(buf: bytes, o: int, end: int, depth: int) -> Method:
     (ticket,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        queue = buf[o + 1 : o + 1 + n].decode()
+        queue = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        queue = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        alternate_exchange = buf[o + 1 : o + 1 + n].decode()
+        alternate_exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        alternate_exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        alternate_exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 15:  # located by diagnose.locate_method_error
@@ -692,7 +804,7 @@ def decode_queue_declare(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.exclusive = exclusive
     m.auto_delete = auto_delete
     m.arguments = arguments
-    m.__class__ = Queue.Declare
+    m.__class__ = _QueueDeclareClass
     return m  # type: ignore[no-any-return]
 
 
@@ -701,23 +813,26 @@ def decode_queue_bind(buf: bytes, o: int, end: int, depth: int) -> Method:
     (ticket,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        queue = buf[o + 1 : o + 1 + n].decode()
+        queue = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        queue = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        routing_key = buf[o + 1 : o + 1 + n].decode()
+        routing_key = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        routing_key = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     arguments, o = decode_table(buf, o, end, depth)
     if o != end:
         raise _overrun(o, end)
@@ -727,7 +842,7 @@ def decode_queue_bind(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.exchange = exchange
     m.routing_key = routing_key
     m.arguments = arguments
-    m.__class__ = Queue.Bind
+    m.__class__ = _QueueBindClass
     return m  # type: ignore[no-any-return]
 
 
@@ -736,23 +851,26 @@ def decode_queue_unbind(buf: bytes, o: int, end: int, depth: int) -> Method:
     (ticket,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        queue = buf[o + 1 : o + 1 + n].decode()
+        queue = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        queue = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        routing_key = buf[o + 1 : o + 1 + n].decode()
+        routing_key = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        routing_key = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     arguments, o = decode_table(buf, o, end, depth)
     if o != end:
         raise _overrun(o, end)
@@ -762,7 +880,7 @@ def decode_queue_unbind(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.exchange = exchange
     m.routing_key = routing_key
     m.arguments = arguments
-    m.__class__ = Queue.Unbind
+    m.__class__ = _QueueUnbindClass
     return m  # type: ignore[no-any-return]
 
 
@@ -771,17 +889,18 @@ def decode_queue_purge(buf: bytes, o: int, end: int, depth: int) -> Method:
     (ticket,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        queue = buf[o + 1 : o + 1 + n].decode()
+        queue = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        queue = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _QueuePurge()
     m.ticket = ticket
     m.queue = queue
-    m.__class__ = Queue.Purge
+    m.__class__ = _QueuePurgeClass
     return m  # type: ignore[no-any-return]
 
 
@@ -790,11 +909,12 @@ def decode_queue_delete(buf: bytes, o: int, end: int, depth: int) -> Method:
     (ticket,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        queue = buf[o + 1 : o + 1 + n].decode()
+        queue = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        queue = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 3:  # located by diagnose.locate_method_error
@@ -808,40 +928,42 @@ def decode_queue_delete(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.queue = queue
     m.if_unused = if_unused
     m.if_empty = if_empty
-    m.__class__ = Queue.Delete
+    m.__class__ = _QueueDeleteClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_queue_query(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of queue.query."""
     n = buf[o]
+    o += 1
     try:
-        queue = buf[o + 1 : o + 1 + n].decode()
+        queue = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        queue = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _QueueQuery()
     m.queue = queue
-    m.__class__ = Queue.Query
+    m.__class__ = _QueueQueryClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_basic_qos(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.qos."""
+    bits0: int  # compared and masked: a native int in a compiled build
     prefetch_size, prefetch_count, bits0 = _UNPACK_IHB(buf, o)
     o += 7
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    global_ = (bits0 & 1) != 0
+    global_ = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _BasicQos()
     m.prefetch_size = prefetch_size
     m.prefetch_count = prefetch_count
     m.global_ = global_
-    m.__class__ = Basic.Qos
+    m.__class__ = _BasicQosClass
     return m  # type: ignore[no-any-return]
 
 
@@ -850,17 +972,19 @@ def decode_basic_consume(buf: bytes, o: int, end: int, depth: int) -> Method:
     (ticket,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        queue = buf[o + 1 : o + 1 + n].decode()
+        queue = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        queue = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+        consumer_tag = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 15:  # located by diagnose.locate_method_error
@@ -881,39 +1005,41 @@ def decode_basic_consume(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.exclusive = exclusive
     m.nowait = nowait
     m.arguments = arguments
-    m.__class__ = Basic.Consume
+    m.__class__ = _BasicConsumeClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_basic_consume_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.consume-ok."""
     n = buf[o]
+    o += 1
     try:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+        consumer_tag = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _BasicConsumeOk()
     m.consumer_tag = consumer_tag
-    m.__class__ = Basic.ConsumeOk
+    m.__class__ = _BasicConsumeOkClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_basic_cancel(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.cancel."""
     n = buf[o]
+    o += 1
     try:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+        consumer_tag = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _BasicCancel()
     m.consumer_tag = consumer_tag
-    m.__class__ = Basic.Cancel
+    m.__class__ = _BasicCancelClass
     return m  # type: ignore[no-any-return]
 
 
@@ -922,17 +1048,19 @@ def decode_basic_publish(buf: bytes, o: int, end: int, depth: int) -> Method:
     (ticket,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        routing_key = buf[o + 1 : o + 1 + n].decode()
+        routing_key = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        routing_key = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 3:  # located by diagnose.locate_method_error
@@ -947,35 +1075,39 @@ def decode_basic_publish(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.routing_key = routing_key
     m.reject_unroutable = reject_unroutable
     m.immediate = immediate
-    m.__class__ = Basic.Publish
+    m.__class__ = _BasicPublishClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_basic_deliver(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.deliver."""
     n = buf[o]
+    o += 1
     try:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+        consumer_tag = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
+    bits0: int  # compared and masked: a native int in a compiled build
     delivery_tag, bits0 = _UNPACK_QB(buf, o)
     o += 9
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    redelivered = (bits0 & 1) != 0
+    redelivered = bits0 == 1
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        routing_key = buf[o + 1 : o + 1 + n].decode()
+        routing_key = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        routing_key = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _BasicDeliver()
@@ -984,7 +1116,7 @@ def decode_basic_deliver(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.redelivered = redelivered
     m.exchange = exchange
     m.routing_key = routing_key
-    m.__class__ = Basic.Deliver
+    m.__class__ = _BasicDeliverClass
     return m  # type: ignore[no-any-return]
 
 
@@ -993,45 +1125,49 @@ def decode_basic_get(buf: bytes, o: int, end: int, depth: int) -> Method:
     (ticket,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        queue = buf[o + 1 : o + 1 + n].decode()
+        queue = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        queue = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    no_ack = (bits0 & 1) != 0
+    no_ack = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _BasicGet()
     m.ticket = ticket
     m.queue = queue
     m.no_ack = no_ack
-    m.__class__ = Basic.Get
+    m.__class__ = _BasicGetClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_basic_get_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.get-ok."""
+    bits0: int  # compared and masked: a native int in a compiled build
     delivery_tag, bits0 = _UNPACK_QB(buf, o)
     o += 9
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    redelivered = (bits0 & 1) != 0
+    redelivered = bits0 == 1
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        routing_key = buf[o + 1 : o + 1 + n].decode()
+        routing_key = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        routing_key = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     (message_count,) = _UNPACK_I(buf, o)
     o += 4
     if o != end:
@@ -1042,55 +1178,58 @@ def decode_basic_get_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.exchange = exchange
     m.routing_key = routing_key
     m.message_count = message_count
-    m.__class__ = Basic.GetOk
+    m.__class__ = _BasicGetOkClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_basic_get_empty(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.get-empty."""
     n = buf[o]
+    o += 1
     try:
-        cluster_id = buf[o + 1 : o + 1 + n].decode()
+        cluster_id = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        cluster_id = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        cluster_id = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _BasicGetEmpty()
     m.cluster_id = cluster_id
-    m.__class__ = Basic.GetEmpty
+    m.__class__ = _BasicGetEmptyClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_basic_ack(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.ack."""
+    bits0: int  # compared and masked: a native int in a compiled build
     delivery_tag, bits0 = _UNPACK_QB(buf, o)
     o += 9
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    multiple = (bits0 & 1) != 0
+    multiple = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _BasicAck()
     m.delivery_tag = delivery_tag
     m.multiple = multiple
-    m.__class__ = Basic.Ack
+    m.__class__ = _BasicAckClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_basic_reject(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.reject."""
+    bits0: int  # compared and masked: a native int in a compiled build
     delivery_tag, bits0 = _UNPACK_QB(buf, o)
     o += 9
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    requeue = (bits0 & 1) != 0
+    requeue = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _BasicReject()
     m.delivery_tag = delivery_tag
     m.requeue = requeue
-    m.__class__ = Basic.Reject
+    m.__class__ = _BasicRejectClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1100,29 +1239,30 @@ def decode_basic_recover(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    requeue = (bits0 & 1) != 0
+    requeue = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _BasicRecover()
     m.requeue = requeue
-    m.__class__ = Basic.Recover
+    m.__class__ = _BasicRecoverClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_file_qos(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of file.qos."""
+    bits0: int  # compared and masked: a native int in a compiled build
     prefetch_size, prefetch_count, bits0 = _UNPACK_IHB(buf, o)
     o += 7
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    global_ = (bits0 & 1) != 0
+    global_ = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _FileQos()
     m.prefetch_size = prefetch_size
     m.prefetch_count = prefetch_count
     m.global_ = global_
-    m.__class__ = File.Qos
+    m.__class__ = _FileQosClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1138,17 +1278,19 @@ def decode_file_consume(buf: bytes, o: int, end: int, depth: int) -> Method:
     (ticket,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        queue = buf[o + 1 : o + 1 + n].decode()
+        queue = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        queue = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+        consumer_tag = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 15:  # located by diagnose.locate_method_error
@@ -1169,50 +1311,53 @@ def decode_file_consume(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.exclusive = exclusive
     m.nowait = nowait
     m.filter = filter
-    m.__class__ = File.Consume
+    m.__class__ = _FileConsumeClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_file_consume_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of file.consume-ok."""
     n = buf[o]
+    o += 1
     try:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+        consumer_tag = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _FileConsumeOk()
     m.consumer_tag = consumer_tag
-    m.__class__ = File.ConsumeOk
+    m.__class__ = _FileConsumeOkClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_file_cancel(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of file.cancel."""
     n = buf[o]
+    o += 1
     try:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+        consumer_tag = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _FileCancel()
     m.consumer_tag = consumer_tag
-    m.__class__ = File.Cancel
+    m.__class__ = _FileCancelClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_file_open(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of file.open."""
     n = buf[o]
+    o += 1
     try:
-        identifier = buf[o + 1 : o + 1 + n].decode()
+        identifier = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        identifier = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        identifier = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     (content_size,) = _UNPACK_Q(buf, o)
     o += 8
     if o != end:
@@ -1220,7 +1365,7 @@ def decode_file_open(buf: bytes, o: int, end: int, depth: int) -> Method:
     m = _FileOpen()
     m.identifier = identifier
     m.content_size = content_size
-    m.__class__ = File.Open
+    m.__class__ = _FileOpenClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1232,7 +1377,7 @@ def decode_file_open_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
         raise _overrun(o, end)
     m = _FileOpenOk()
     m.staged_size = staged_size
-    m.__class__ = File.OpenOk
+    m.__class__ = _FileOpenOkClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1248,17 +1393,19 @@ def decode_file_publish(buf: bytes, o: int, end: int, depth: int) -> Method:
     (ticket,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        routing_key = buf[o + 1 : o + 1 + n].decode()
+        routing_key = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        routing_key = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 3:  # located by diagnose.locate_method_error
@@ -1266,11 +1413,12 @@ def decode_file_publish(buf: bytes, o: int, end: int, depth: int) -> Method:
     mandatory = (bits0 & 1) != 0
     immediate = (bits0 & 2) != 0
     n = buf[o]
+    o += 1
     try:
-        identifier = buf[o + 1 : o + 1 + n].decode()
+        identifier = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        identifier = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        identifier = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _FilePublish()
@@ -1280,7 +1428,7 @@ def decode_file_publish(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.mandatory = mandatory
     m.immediate = immediate
     m.identifier = identifier
-    m.__class__ = File.Publish
+    m.__class__ = _FilePublishClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1289,23 +1437,26 @@ def decode_file_return_(buf: bytes, o: int, end: int, depth: int) -> Method:
     (reply_code,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        reply_text = buf[o + 1 : o + 1 + n].decode()
+        reply_text = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        reply_text = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        reply_text = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        routing_key = buf[o + 1 : o + 1 + n].decode()
+        routing_key = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        routing_key = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _FileReturn()
@@ -1313,41 +1464,46 @@ def decode_file_return_(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.reply_text = reply_text
     m.exchange = exchange
     m.routing_key = routing_key
-    m.__class__ = File.Return
+    m.__class__ = _FileReturnClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_file_deliver(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of file.deliver."""
     n = buf[o]
+    o += 1
     try:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+        consumer_tag = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
+    bits0: int  # compared and masked: a native int in a compiled build
     delivery_tag, bits0 = _UNPACK_QB(buf, o)
     o += 9
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    redelivered = (bits0 & 1) != 0
+    redelivered = bits0 == 1
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        routing_key = buf[o + 1 : o + 1 + n].decode()
+        routing_key = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        routing_key = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        identifier = buf[o + 1 : o + 1 + n].decode()
+        identifier = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        identifier = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        identifier = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _FileDeliver()
@@ -1357,49 +1513,52 @@ def decode_file_deliver(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.exchange = exchange
     m.routing_key = routing_key
     m.identifier = identifier
-    m.__class__ = File.Deliver
+    m.__class__ = _FileDeliverClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_file_ack(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of file.ack."""
+    bits0: int  # compared and masked: a native int in a compiled build
     delivery_tag, bits0 = _UNPACK_QB(buf, o)
     o += 9
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    multiple = (bits0 & 1) != 0
+    multiple = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _FileAck()
     m.delivery_tag = delivery_tag
     m.multiple = multiple
-    m.__class__ = File.Ack
+    m.__class__ = _FileAckClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_file_reject(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of file.reject."""
+    bits0: int  # compared and masked: a native int in a compiled build
     delivery_tag, bits0 = _UNPACK_QB(buf, o)
     o += 9
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    requeue = (bits0 & 1) != 0
+    requeue = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _FileReject()
     m.delivery_tag = delivery_tag
     m.requeue = requeue
-    m.__class__ = File.Reject
+    m.__class__ = _FileRejectClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_stream_qos(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of stream.qos."""
+    bits0: int  # compared and masked: a native int in a compiled build
     prefetch_size, prefetch_count, consume_rate, bits0 = _UNPACK_IHIB(buf, o)
     o += 11
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    global_ = (bits0 & 1) != 0
+    global_ = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _StreamQos()
@@ -1407,7 +1566,7 @@ def decode_stream_qos(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.prefetch_count = prefetch_count
     m.consume_rate = consume_rate
     m.global_ = global_
-    m.__class__ = Stream.Qos
+    m.__class__ = _StreamQosClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1423,17 +1582,19 @@ def decode_stream_consume(buf: bytes, o: int, end: int, depth: int) -> Method:
     (ticket,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        queue = buf[o + 1 : o + 1 + n].decode()
+        queue = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        queue = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+        consumer_tag = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 7:  # located by diagnose.locate_method_error
@@ -1452,39 +1613,41 @@ def decode_stream_consume(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.exclusive = exclusive
     m.nowait = nowait
     m.filter = filter
-    m.__class__ = Stream.Consume
+    m.__class__ = _StreamConsumeClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_stream_consume_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of stream.consume-ok."""
     n = buf[o]
+    o += 1
     try:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+        consumer_tag = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _StreamConsumeOk()
     m.consumer_tag = consumer_tag
-    m.__class__ = Stream.ConsumeOk
+    m.__class__ = _StreamConsumeOkClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_stream_cancel(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of stream.cancel."""
     n = buf[o]
+    o += 1
     try:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+        consumer_tag = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _StreamCancel()
     m.consumer_tag = consumer_tag
-    m.__class__ = Stream.Cancel
+    m.__class__ = _StreamCancelClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1493,17 +1656,19 @@ def decode_stream_publish(buf: bytes, o: int, end: int, depth: int) -> Method:
     (ticket,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        routing_key = buf[o + 1 : o + 1 + n].decode()
+        routing_key = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        routing_key = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 3:  # located by diagnose.locate_method_error
@@ -1518,7 +1683,7 @@ def decode_stream_publish(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.routing_key = routing_key
     m.mandatory = mandatory
     m.immediate = immediate
-    m.__class__ = Stream.Publish
+    m.__class__ = _StreamPublishClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1527,23 +1692,26 @@ def decode_stream_return_(buf: bytes, o: int, end: int, depth: int) -> Method:
     (reply_code,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        reply_text = buf[o + 1 : o + 1 + n].decode()
+        reply_text = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        reply_text = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        reply_text = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        routing_key = buf[o + 1 : o + 1 + n].decode()
+        routing_key = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        routing_key = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _StreamReturn()
@@ -1551,32 +1719,35 @@ def decode_stream_return_(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.reply_text = reply_text
     m.exchange = exchange
     m.routing_key = routing_key
-    m.__class__ = Stream.Return
+    m.__class__ = _StreamReturnClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_stream_deliver(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of stream.deliver."""
     n = buf[o]
+    o += 1
     try:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+        consumer_tag = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     (delivery_tag,) = _UNPACK_Q(buf, o)
     o += 8
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        queue = buf[o + 1 : o + 1 + n].decode()
+        queue = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        queue = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _StreamDeliver()
@@ -1584,7 +1755,7 @@ def decode_stream_deliver(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.delivery_tag = delivery_tag
     m.exchange = exchange
     m.queue = queue
-    m.__class__ = Stream.Deliver
+    m.__class__ = _StreamDeliverClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1639,7 +1810,7 @@ def decode_dtx_demarcation_start(buf: bytes, o: int, end: int, depth: int) -> Me
     m.xid = xid
     m.join = join
     m.resume = resume
-    m.__class__ = DtxDemarcation.Start
+    m.__class__ = _DtxDemarcationStartClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1666,7 +1837,7 @@ def decode_dtx_demarcation_end(buf: bytes, o: int, end: int, depth: int) -> Meth
     m.xid = xid
     m.fail = fail
     m.suspend = suspend
-    m.__class__ = DtxDemarcation.End
+    m.__class__ = _DtxDemarcationEndClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1684,14 +1855,14 @@ def decode_dtx_coordination_commit(buf: bytes, o: int, end: int, depth: int) -> 
     o += 1
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    one_phase = (bits0 & 1) != 0
+    one_phase = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _DtxCoordinationCommit()
     m.ticket = ticket
     m.xid = xid
     m.one_phase = one_phase
-    m.__class__ = DtxCoordination.Commit
+    m.__class__ = _DtxCoordinationCommitClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1710,7 +1881,7 @@ def decode_dtx_coordination_forget(buf: bytes, o: int, end: int, depth: int) -> 
     m = _DtxCoordinationForget()
     m.ticket = ticket
     m.xid = xid
-    m.__class__ = DtxCoordination.Forget
+    m.__class__ = _DtxCoordinationForgetClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1726,7 +1897,7 @@ def decode_dtx_coordination_get_timeout(buf: bytes, o: int, end: int, depth: int
         raise _overrun(o, end)
     m = _DtxCoordinationGetTimeout()
     m.xid = xid
-    m.__class__ = DtxCoordination.GetTimeout
+    m.__class__ = _DtxCoordinationGetTimeoutClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1745,12 +1916,13 @@ def decode_dtx_coordination_prepare(buf: bytes, o: int, end: int, depth: int) ->
     m = _DtxCoordinationPrepare()
     m.ticket = ticket
     m.xid = xid
-    m.__class__ = DtxCoordination.Prepare
+    m.__class__ = _DtxCoordinationPrepareClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_dtx_coordination_recover(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of dtx-coordination.recover."""
+    bits0: int  # compared and masked: a native int in a compiled build
     ticket, bits0 = _UNPACK_HB(buf, o)
     o += 3
     if bits0 > 3:  # located by diagnose.locate_method_error
@@ -1763,7 +1935,7 @@ def decode_dtx_coordination_recover(buf: bytes, o: int, end: int, depth: int) ->
     m.ticket = ticket
     m.startscan = startscan
     m.endscan = endscan
-    m.__class__ = DtxCoordination.Recover
+    m.__class__ = _DtxCoordinationRecoverClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1782,7 +1954,7 @@ def decode_dtx_coordination_rollback(buf: bytes, o: int, end: int, depth: int) -
     m = _DtxCoordinationRollback()
     m.ticket = ticket
     m.xid = xid
-    m.__class__ = DtxCoordination.Rollback
+    m.__class__ = _DtxCoordinationRollbackClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1804,7 +1976,7 @@ def decode_dtx_coordination_set_timeout(buf: bytes, o: int, end: int, depth: int
     m.ticket = ticket
     m.xid = xid
     m.timeout = timeout
-    m.__class__ = DtxCoordination.SetTimeout
+    m.__class__ = _DtxCoordinationSetTimeoutClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1815,7 +1987,7 @@ def decode_tunnel_request(buf: bytes, o: int, end: int, depth: int) -> Method:
         raise _overrun(o, end)
     m = _TunnelRequest()
     m.meta_data = meta_data
-    m.__class__ = Tunnel.Request
+    m.__class__ = _TunnelRequestClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1824,11 +1996,12 @@ def decode_message_transfer(buf: bytes, o: int, end: int, depth: int) -> Method:
     (ticket,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        destination = buf[o + 1 : o + 1 + n].decode()
+        destination = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        destination = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        destination = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     confirm_mode, acquire_mode = _UNPACK_BB(buf, o)
     o += 2
     if o != end:
@@ -1838,7 +2011,7 @@ def decode_message_transfer(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.destination = destination
     m.confirm_mode = confirm_mode
     m.acquire_mode = acquire_mode
-    m.__class__ = Message.Transfer
+    m.__class__ = _MessageTransferClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1848,18 +2021,19 @@ def decode_message_reject(buf: bytes, o: int, end: int, depth: int) -> Method:
     (code,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        text = buf[o + 1 : o + 1 + n].decode()
+        text = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        text = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        text = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _MessageReject()
     m.transfers = transfers
     m.code = code
     m.text = text
-    m.__class__ = Message.Reject
+    m.__class__ = _MessageRejectClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1873,7 +2047,7 @@ def decode_message_acquire(buf: bytes, o: int, end: int, depth: int) -> Method:
     m = _MessageAcquire()
     m.transfers = transfers
     m.mode = mode
-    m.__class__ = Message.Acquire
+    m.__class__ = _MessageAcquireClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1884,7 +2058,7 @@ def decode_message_acquired(buf: bytes, o: int, end: int, depth: int) -> Method:
         raise _overrun(o, end)
     m = _MessageAcquired()
     m.transfers = transfers
-    m.__class__ = Message.Acquired
+    m.__class__ = _MessageAcquiredClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1895,7 +2069,7 @@ def decode_message_release(buf: bytes, o: int, end: int, depth: int) -> Method:
         raise _overrun(o, end)
     m = _MessageRelease()
     m.transfers = transfers
-    m.__class__ = Message.Release
+    m.__class__ = _MessageReleaseClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1904,25 +2078,29 @@ def decode_message_subscribe(buf: bytes, o: int, end: int, depth: int) -> Method
     (ticket,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        queue = buf[o + 1 : o + 1 + n].decode()
+        queue = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        queue = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        destination = buf[o + 1 : o + 1 + n].decode()
+        destination = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        destination = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        destination = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
+    bits0: int  # compared and masked: a native int in a compiled build
+    bits1: int  # compared and masked: a native int in a compiled build
     bits0, confirm_mode, acquire_mode, bits1 = _UNPACK_BBBB(buf, o)
     o += 4
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    no_local = (bits0 & 1) != 0
+    no_local = bits0 == 1
     if bits1 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    exclusive = (bits1 & 1) != 0
+    exclusive = bits1 == 1
     filter, o = decode_table(buf, o, end, depth)
     if o != end:
         raise _overrun(o, end)
@@ -1935,23 +2113,24 @@ def decode_message_subscribe(buf: bytes, o: int, end: int, depth: int) -> Method
     m.acquire_mode = acquire_mode
     m.exclusive = exclusive
     m.filter = filter
-    m.__class__ = Message.Subscribe
+    m.__class__ = _MessageSubscribeClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_message_cancel(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of message.cancel."""
     n = buf[o]
+    o += 1
     try:
-        destination = buf[o + 1 : o + 1 + n].decode()
+        destination = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        destination = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        destination = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _MessageCancel()
     m.destination = destination
-    m.__class__ = Message.Cancel
+    m.__class__ = _MessageCancelClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1960,22 +2139,24 @@ def decode_message_get(buf: bytes, o: int, end: int, depth: int) -> Method:
     (ticket,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        queue = buf[o + 1 : o + 1 + n].decode()
+        queue = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        queue = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        destination = buf[o + 1 : o + 1 + n].decode()
+        destination = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        destination = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        destination = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    no_ack = (bits0 & 1) != 0
+    no_ack = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _MessageGet()
@@ -1983,7 +2164,7 @@ def decode_message_get(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.queue = queue
     m.destination = destination
     m.no_ack = no_ack
-    m.__class__ = Message.Get
+    m.__class__ = _MessageGetClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1993,12 +2174,12 @@ def decode_message_recover(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    requeue = (bits0 & 1) != 0
+    requeue = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _MessageRecover()
     m.requeue = requeue
-    m.__class__ = Message.Recover
+    m.__class__ = _MessageRecoverClass
     return m  # type: ignore[no-any-return]
 
 
@@ -2014,7 +2195,7 @@ def decode_message_open(buf: bytes, o: int, end: int, depth: int) -> Method:
         raise _overrun(o, end)
     m = _MessageOpen()
     m.reference = reference
-    m.__class__ = Message.Open
+    m.__class__ = _MessageOpenClass
     return m  # type: ignore[no-any-return]
 
 
@@ -2030,7 +2211,7 @@ def decode_message_close(buf: bytes, o: int, end: int, depth: int) -> Method:
         raise _overrun(o, end)
     m = _MessageClose()
     m.reference = reference
-    m.__class__ = Message.Close
+    m.__class__ = _MessageCloseClass
     return m  # type: ignore[no-any-return]
 
 
@@ -2053,7 +2234,7 @@ def decode_message_append(buf: bytes, o: int, end: int, depth: int) -> Method:
     m = _MessageAppend()
     m.reference = reference
     m.bytes = bytes
-    m.__class__ = Message.Append
+    m.__class__ = _MessageAppendClass
     return m  # type: ignore[no-any-return]
 
 
@@ -2066,17 +2247,18 @@ def decode_message_checkpoint(buf: bytes, o: int, end: int, depth: int) -> Metho
     reference = buf[o : o + n]
     o += n
     n = buf[o]
+    o += 1
     try:
-        identifier = buf[o + 1 : o + 1 + n].decode()
+        identifier = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        identifier = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        identifier = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _MessageCheckpoint()
     m.reference = reference
     m.identifier = identifier
-    m.__class__ = Message.Checkpoint
+    m.__class__ = _MessageCheckpointClass
     return m  # type: ignore[no-any-return]
 
 
@@ -2089,45 +2271,48 @@ def decode_message_resume(buf: bytes, o: int, end: int, depth: int) -> Method:
     reference = buf[o : o + n]
     o += n
     n = buf[o]
+    o += 1
     try:
-        identifier = buf[o + 1 : o + 1 + n].decode()
+        identifier = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        identifier = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        identifier = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _MessageResume()
     m.reference = reference
     m.identifier = identifier
-    m.__class__ = Message.Resume
+    m.__class__ = _MessageResumeClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_message_qos(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of message.qos."""
+    bits0: int  # compared and masked: a native int in a compiled build
     prefetch_size, prefetch_count, bits0 = _UNPACK_IHB(buf, o)
     o += 7
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    global_ = (bits0 & 1) != 0
+    global_ = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _MessageQos()
     m.prefetch_size = prefetch_size
     m.prefetch_count = prefetch_count
     m.global_ = global_
-    m.__class__ = Message.Qos
+    m.__class__ = _MessageQosClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_message_flow_mode(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of message.flow-mode."""
     n = buf[o]
+    o += 1
     try:
-        destination = buf[o + 1 : o + 1 + n].decode()
+        destination = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        destination = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        destination = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     mode = buf[o]
     o += 1
     if o != end:
@@ -2135,18 +2320,19 @@ def decode_message_flow_mode(buf: bytes, o: int, end: int, depth: int) -> Method
     m = _MessageFlowMode()
     m.destination = destination
     m.mode = mode
-    m.__class__ = Message.FlowMode
+    m.__class__ = _MessageFlowModeClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_message_flow(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of message.flow."""
     n = buf[o]
+    o += 1
     try:
-        destination = buf[o + 1 : o + 1 + n].decode()
+        destination = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        destination = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        destination = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     unit, value = _UNPACK_BI(buf, o)
     o += 5
     if o != end:
@@ -2155,39 +2341,41 @@ def decode_message_flow(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.destination = destination
     m.unit = unit
     m.value = value
-    m.__class__ = Message.Flow
+    m.__class__ = _MessageFlowClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_message_flush(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of message.flush."""
     n = buf[o]
+    o += 1
     try:
-        destination = buf[o + 1 : o + 1 + n].decode()
+        destination = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        destination = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        destination = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _MessageFlush()
     m.destination = destination
-    m.__class__ = Message.Flush
+    m.__class__ = _MessageFlushClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_message_stop(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of message.stop."""
     n = buf[o]
+    o += 1
     try:
-        destination = buf[o + 1 : o + 1 + n].decode()
+        destination = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        destination = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        destination = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _MessageStop()
     m.destination = destination
-    m.__class__ = Message.Stop
+    m.__class__ = _MessageStopClass
     return m  # type: ignore[no-any-return]
 
 
@@ -2206,7 +2394,7 @@ def decode_message_offset(buf: bytes, o: int, end: int, depth: int) -> Method:
         raise _overrun(o, end)
     m = _MessageOffset()
     m.value = value
-    m.__class__ = Message.Offset
+    m.__class__ = _MessageOffsetClass
     return m  # type: ignore[no-any-return]
 
 
@@ -2215,23 +2403,26 @@ def decode_binding_query(buf: bytes, o: int, end: int, depth: int) -> Method:
     (ticket,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        queue = buf[o + 1 : o + 1 + n].decode()
+        queue = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        queue = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        routing_key = buf[o + 1 : o + 1 + n].decode()
+        routing_key = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        routing_key = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     arguments, o = decode_table(buf, o, end, depth)
     if o != end:
         raise _overrun(o, end)
@@ -2241,7 +2432,7 @@ def decode_binding_query(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.queue = queue
     m.routing_key = routing_key
     m.arguments = arguments
-    m.__class__ = Binding.Query
+    m.__class__ = _BindingQueryClass
     return m  # type: ignore[no-any-return]
 
 
@@ -2262,7 +2453,7 @@ def decode_execution_complete(buf: bytes, o: int, end: int, depth: int) -> Metho
     m = _ExecutionComplete()
     m.cumulative_execution_mark = cumulative_execution_mark
     m.ranged_execution_set = ranged_execution_set
-    m.__class__ = Execution.Complete
+    m.__class__ = _ExecutionCompleteClass
     return m  # type: ignore[no-any-return]
 
 
@@ -2283,7 +2474,7 @@ def decode_execution_result(buf: bytes, o: int, end: int, depth: int) -> Method:
     m = _ExecutionResult()
     m.command_id = command_id
     m.data = data
-    m.__class__ = Execution.Result
+    m.__class__ = _ExecutionResultClass
     return m  # type: ignore[no-any-return]
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from struct import Struct
-from typing import Any
+from typing import Any, Final
 
 from amqp_codec.base import Method, Properties, writable_twin
 from amqp_codec.errors import FrameSyntaxError
@@ -36,111 +36,189 @@ from .properties import BasicProperties, FileProperties, StreamProperties, Tunne
 
 __all__ = ["METHOD_DECODERS", "PROPERTY_DECODERS"]
 
-_new = object.__new__
-_UNPACK_B = Struct(">B").unpack_from
-_UNPACK_BB = Struct(">BB").unpack_from
-_UNPACK_BHIQB = Struct(">BHIQB").unpack_from
-_UNPACK_H = Struct(">H").unpack_from
-_UNPACK_HH = Struct(">HH").unpack_from
-_UNPACK_HHB = Struct(">HHB").unpack_from
-_UNPACK_HHBB = Struct(">HHBB").unpack_from
-_UNPACK_HHBHIQB = Struct(">HHBHIQB").unpack_from
-_UNPACK_HHH = Struct(">HHH").unpack_from
-_UNPACK_HHHIH = Struct(">HHHIH").unpack_from
-_UNPACK_HHI = Struct(">HHI").unpack_from
-_UNPACK_HHIHB = Struct(">HHIHB").unpack_from
-_UNPACK_HHIHIB = Struct(">HHIHIB").unpack_from
-_UNPACK_HHQ = Struct(">HHQ").unpack_from
-_UNPACK_HHQB = Struct(">HHQB").unpack_from
-_UNPACK_HIH = Struct(">HIH").unpack_from
-_UNPACK_I = Struct(">I").unpack_from
-_UNPACK_IHB = Struct(">IHB").unpack_from
-_UNPACK_IHIB = Struct(">IHIB").unpack_from
-_UNPACK_II = Struct(">II").unpack_from
-_UNPACK_Q = Struct(">Q").unpack_from
-_UNPACK_QB = Struct(">QB").unpack_from
-_UNPACK_I = Struct(">I").unpack_from
+# Module globals are Final: a compiled build (see amqp_codec._compiled) reads them as C statics.
+_new: Final = object.__new__
+# Long-string sizes as ints: a compiled build works on native ints from them.
+_UNPACK_I: Final[Callable[[bytes, int], tuple[int]]] = Struct(">I").unpack_from
+_UNPACK_B: Final = Struct(">B").unpack_from
+_UNPACK_BB: Final = Struct(">BB").unpack_from
+_UNPACK_BHIQB: Final = Struct(">BHIQB").unpack_from
+_UNPACK_H: Final = Struct(">H").unpack_from
+_UNPACK_HH: Final = Struct(">HH").unpack_from
+_UNPACK_HHB: Final = Struct(">HHB").unpack_from
+_UNPACK_HHBB: Final = Struct(">HHBB").unpack_from
+_UNPACK_HHBHIQB: Final = Struct(">HHBHIQB").unpack_from
+_UNPACK_HHH: Final = Struct(">HHH").unpack_from
+_UNPACK_HHHIH: Final = Struct(">HHHIH").unpack_from
+_UNPACK_HHI: Final = Struct(">HHI").unpack_from
+_UNPACK_HHIHB: Final = Struct(">HHIHB").unpack_from
+_UNPACK_HHIHIB: Final = Struct(">HHIHIB").unpack_from
+_UNPACK_HHQ: Final = Struct(">HHQ").unpack_from
+_UNPACK_HHQB: Final = Struct(">HHQB").unpack_from
+_UNPACK_HIH: Final = Struct(">HIH").unpack_from
+_UNPACK_IHB: Final = Struct(">IHB").unpack_from
+_UNPACK_IHIB: Final = Struct(">IHIB").unpack_from
+_UNPACK_II: Final = Struct(">II").unpack_from
+_UNPACK_Q: Final = Struct(">Q").unpack_from
+_UNPACK_QB: Final = Struct(">QB").unpack_from
 
 # A decoder fills a writable twin of the method class (same base, same slots) with plain
 # attribute stores, then gives the object its frozen class: a __class__ assignment between
 # layout-identical classes. That costs half as much as the frozen class's slot setters.
-_ConnectionStart: Any = writable_twin(Connection.Start)
-_ConnectionStartOk: Any = writable_twin(Connection.StartOk)
-_ConnectionSecure: Any = writable_twin(Connection.Secure)
-_ConnectionSecureOk: Any = writable_twin(Connection.SecureOk)
-_ConnectionTune: Any = writable_twin(Connection.Tune)
-_ConnectionTuneOk: Any = writable_twin(Connection.TuneOk)
-_ConnectionOpen: Any = writable_twin(Connection.Open)
-_ConnectionOpenOk: Any = writable_twin(Connection.OpenOk)
-_ConnectionRedirect: Any = writable_twin(Connection.Redirect)
-_ConnectionClose: Any = writable_twin(Connection.Close)
-_ChannelOpen: Any = writable_twin(Channel.Open)
-_ChannelFlow: Any = writable_twin(Channel.Flow)
-_ChannelFlowOk: Any = writable_twin(Channel.FlowOk)
-_ChannelAlert: Any = writable_twin(Channel.Alert)
-_ChannelClose: Any = writable_twin(Channel.Close)
-_AccessRequest: Any = writable_twin(Access.Request)
-_AccessRequestOk: Any = writable_twin(Access.RequestOk)
-_ExchangeDeclare: Any = writable_twin(Exchange.Declare)
-_ExchangeDelete: Any = writable_twin(Exchange.Delete)
-_QueueDeclare: Any = writable_twin(Queue.Declare)
-_QueueDeclareOk: Any = writable_twin(Queue.DeclareOk)
-_QueueBind: Any = writable_twin(Queue.Bind)
-_QueuePurge: Any = writable_twin(Queue.Purge)
-_QueuePurgeOk: Any = writable_twin(Queue.PurgeOk)
-_QueueDelete: Any = writable_twin(Queue.Delete)
-_QueueDeleteOk: Any = writable_twin(Queue.DeleteOk)
-_QueueUnbind: Any = writable_twin(Queue.Unbind)
-_BasicQos: Any = writable_twin(Basic.Qos)
-_BasicConsume: Any = writable_twin(Basic.Consume)
-_BasicConsumeOk: Any = writable_twin(Basic.ConsumeOk)
-_BasicCancel: Any = writable_twin(Basic.Cancel)
-_BasicCancelOk: Any = writable_twin(Basic.CancelOk)
-_BasicPublish: Any = writable_twin(Basic.Publish)
-_BasicReturn: Any = writable_twin(Basic.Return)
-_BasicDeliver: Any = writable_twin(Basic.Deliver)
-_BasicGet: Any = writable_twin(Basic.Get)
-_BasicGetOk: Any = writable_twin(Basic.GetOk)
-_BasicGetEmpty: Any = writable_twin(Basic.GetEmpty)
-_BasicAck: Any = writable_twin(Basic.Ack)
-_BasicReject: Any = writable_twin(Basic.Reject)
-_BasicRecover: Any = writable_twin(Basic.Recover)
-_BasicRecoverAsync: Any = writable_twin(Basic.RecoverAsync)
-_FileQos: Any = writable_twin(File.Qos)
-_FileConsume: Any = writable_twin(File.Consume)
-_FileConsumeOk: Any = writable_twin(File.ConsumeOk)
-_FileCancel: Any = writable_twin(File.Cancel)
-_FileCancelOk: Any = writable_twin(File.CancelOk)
-_FileOpen: Any = writable_twin(File.Open)
-_FileOpenOk: Any = writable_twin(File.OpenOk)
-_FilePublish: Any = writable_twin(File.Publish)
-_FileReturn: Any = writable_twin(File.Return)
-_FileDeliver: Any = writable_twin(File.Deliver)
-_FileAck: Any = writable_twin(File.Ack)
-_FileReject: Any = writable_twin(File.Reject)
-_StreamQos: Any = writable_twin(Stream.Qos)
-_StreamConsume: Any = writable_twin(Stream.Consume)
-_StreamConsumeOk: Any = writable_twin(Stream.ConsumeOk)
-_StreamCancel: Any = writable_twin(Stream.Cancel)
-_StreamCancelOk: Any = writable_twin(Stream.CancelOk)
-_StreamPublish: Any = writable_twin(Stream.Publish)
-_StreamReturn: Any = writable_twin(Stream.Return)
-_StreamDeliver: Any = writable_twin(Stream.Deliver)
-_DtxStart: Any = writable_twin(Dtx.Start)
-_TunnelRequest: Any = writable_twin(Tunnel.Request)
-_TestInteger: Any = writable_twin(Test.Integer)
-_TestIntegerOk: Any = writable_twin(Test.IntegerOk)
-_TestString: Any = writable_twin(Test.String)
-_TestStringOk: Any = writable_twin(Test.StringOk)
-_TestTable: Any = writable_twin(Test.Table)
-_TestTableOk: Any = writable_twin(Test.TableOk)
-_TestContentOk: Any = writable_twin(Test.ContentOk)
+_ConnectionStart: Final[Any] = writable_twin(Connection.Start)
+_ConnectionStartOk: Final[Any] = writable_twin(Connection.StartOk)
+_ConnectionSecure: Final[Any] = writable_twin(Connection.Secure)
+_ConnectionSecureOk: Final[Any] = writable_twin(Connection.SecureOk)
+_ConnectionTune: Final[Any] = writable_twin(Connection.Tune)
+_ConnectionTuneOk: Final[Any] = writable_twin(Connection.TuneOk)
+_ConnectionOpen: Final[Any] = writable_twin(Connection.Open)
+_ConnectionOpenOk: Final[Any] = writable_twin(Connection.OpenOk)
+_ConnectionRedirect: Final[Any] = writable_twin(Connection.Redirect)
+_ConnectionClose: Final[Any] = writable_twin(Connection.Close)
+_ChannelOpen: Final[Any] = writable_twin(Channel.Open)
+_ChannelFlow: Final[Any] = writable_twin(Channel.Flow)
+_ChannelFlowOk: Final[Any] = writable_twin(Channel.FlowOk)
+_ChannelAlert: Final[Any] = writable_twin(Channel.Alert)
+_ChannelClose: Final[Any] = writable_twin(Channel.Close)
+_AccessRequest: Final[Any] = writable_twin(Access.Request)
+_AccessRequestOk: Final[Any] = writable_twin(Access.RequestOk)
+_ExchangeDeclare: Final[Any] = writable_twin(Exchange.Declare)
+_ExchangeDelete: Final[Any] = writable_twin(Exchange.Delete)
+_QueueDeclare: Final[Any] = writable_twin(Queue.Declare)
+_QueueDeclareOk: Final[Any] = writable_twin(Queue.DeclareOk)
+_QueueBind: Final[Any] = writable_twin(Queue.Bind)
+_QueuePurge: Final[Any] = writable_twin(Queue.Purge)
+_QueuePurgeOk: Final[Any] = writable_twin(Queue.PurgeOk)
+_QueueDelete: Final[Any] = writable_twin(Queue.Delete)
+_QueueDeleteOk: Final[Any] = writable_twin(Queue.DeleteOk)
+_QueueUnbind: Final[Any] = writable_twin(Queue.Unbind)
+_BasicQos: Final[Any] = writable_twin(Basic.Qos)
+_BasicConsume: Final[Any] = writable_twin(Basic.Consume)
+_BasicConsumeOk: Final[Any] = writable_twin(Basic.ConsumeOk)
+_BasicCancel: Final[Any] = writable_twin(Basic.Cancel)
+_BasicCancelOk: Final[Any] = writable_twin(Basic.CancelOk)
+_BasicPublish: Final[Any] = writable_twin(Basic.Publish)
+_BasicReturn: Final[Any] = writable_twin(Basic.Return)
+_BasicDeliver: Final[Any] = writable_twin(Basic.Deliver)
+_BasicGet: Final[Any] = writable_twin(Basic.Get)
+_BasicGetOk: Final[Any] = writable_twin(Basic.GetOk)
+_BasicGetEmpty: Final[Any] = writable_twin(Basic.GetEmpty)
+_BasicAck: Final[Any] = writable_twin(Basic.Ack)
+_BasicReject: Final[Any] = writable_twin(Basic.Reject)
+_BasicRecover: Final[Any] = writable_twin(Basic.Recover)
+_BasicRecoverAsync: Final[Any] = writable_twin(Basic.RecoverAsync)
+_FileQos: Final[Any] = writable_twin(File.Qos)
+_FileConsume: Final[Any] = writable_twin(File.Consume)
+_FileConsumeOk: Final[Any] = writable_twin(File.ConsumeOk)
+_FileCancel: Final[Any] = writable_twin(File.Cancel)
+_FileCancelOk: Final[Any] = writable_twin(File.CancelOk)
+_FileOpen: Final[Any] = writable_twin(File.Open)
+_FileOpenOk: Final[Any] = writable_twin(File.OpenOk)
+_FilePublish: Final[Any] = writable_twin(File.Publish)
+_FileReturn: Final[Any] = writable_twin(File.Return)
+_FileDeliver: Final[Any] = writable_twin(File.Deliver)
+_FileAck: Final[Any] = writable_twin(File.Ack)
+_FileReject: Final[Any] = writable_twin(File.Reject)
+_StreamQos: Final[Any] = writable_twin(Stream.Qos)
+_StreamConsume: Final[Any] = writable_twin(Stream.Consume)
+_StreamConsumeOk: Final[Any] = writable_twin(Stream.ConsumeOk)
+_StreamCancel: Final[Any] = writable_twin(Stream.Cancel)
+_StreamCancelOk: Final[Any] = writable_twin(Stream.CancelOk)
+_StreamPublish: Final[Any] = writable_twin(Stream.Publish)
+_StreamReturn: Final[Any] = writable_twin(Stream.Return)
+_StreamDeliver: Final[Any] = writable_twin(Stream.Deliver)
+_DtxStart: Final[Any] = writable_twin(Dtx.Start)
+_TunnelRequest: Final[Any] = writable_twin(Tunnel.Request)
+_TestInteger: Final[Any] = writable_twin(Test.Integer)
+_TestIntegerOk: Final[Any] = writable_twin(Test.IntegerOk)
+_TestString: Final[Any] = writable_twin(Test.String)
+_TestStringOk: Final[Any] = writable_twin(Test.StringOk)
+_TestTable: Final[Any] = writable_twin(Test.Table)
+_TestTableOk: Final[Any] = writable_twin(Test.TableOk)
+_TestContentOk: Final[Any] = writable_twin(Test.ContentOk)
+_Timestamp: Final = Timestamp
+# The frozen classes themselves, one global load each where they are given.
+_ConnectionStartClass: Final = Connection.Start
+_ConnectionStartOkClass: Final = Connection.StartOk
+_ConnectionSecureClass: Final = Connection.Secure
+_ConnectionSecureOkClass: Final = Connection.SecureOk
+_ConnectionTuneClass: Final = Connection.Tune
+_ConnectionTuneOkClass: Final = Connection.TuneOk
+_ConnectionOpenClass: Final = Connection.Open
+_ConnectionOpenOkClass: Final = Connection.OpenOk
+_ConnectionRedirectClass: Final = Connection.Redirect
+_ConnectionCloseClass: Final = Connection.Close
+_ChannelOpenClass: Final = Channel.Open
+_ChannelFlowClass: Final = Channel.Flow
+_ChannelFlowOkClass: Final = Channel.FlowOk
+_ChannelAlertClass: Final = Channel.Alert
+_ChannelCloseClass: Final = Channel.Close
+_AccessRequestClass: Final = Access.Request
+_AccessRequestOkClass: Final = Access.RequestOk
+_ExchangeDeclareClass: Final = Exchange.Declare
+_ExchangeDeleteClass: Final = Exchange.Delete
+_QueueDeclareClass: Final = Queue.Declare
+_QueueDeclareOkClass: Final = Queue.DeclareOk
+_QueueBindClass: Final = Queue.Bind
+_QueuePurgeClass: Final = Queue.Purge
+_QueuePurgeOkClass: Final = Queue.PurgeOk
+_QueueDeleteClass: Final = Queue.Delete
+_QueueDeleteOkClass: Final = Queue.DeleteOk
+_QueueUnbindClass: Final = Queue.Unbind
+_BasicQosClass: Final = Basic.Qos
+_BasicConsumeClass: Final = Basic.Consume
+_BasicConsumeOkClass: Final = Basic.ConsumeOk
+_BasicCancelClass: Final = Basic.Cancel
+_BasicCancelOkClass: Final = Basic.CancelOk
+_BasicPublishClass: Final = Basic.Publish
+_BasicReturnClass: Final = Basic.Return
+_BasicDeliverClass: Final = Basic.Deliver
+_BasicGetClass: Final = Basic.Get
+_BasicGetOkClass: Final = Basic.GetOk
+_BasicGetEmptyClass: Final = Basic.GetEmpty
+_BasicAckClass: Final = Basic.Ack
+_BasicRejectClass: Final = Basic.Reject
+_BasicRecoverClass: Final = Basic.Recover
+_BasicRecoverAsyncClass: Final = Basic.RecoverAsync
+_FileQosClass: Final = File.Qos
+_FileConsumeClass: Final = File.Consume
+_FileConsumeOkClass: Final = File.ConsumeOk
+_FileCancelClass: Final = File.Cancel
+_FileCancelOkClass: Final = File.CancelOk
+_FileOpenClass: Final = File.Open
+_FileOpenOkClass: Final = File.OpenOk
+_FilePublishClass: Final = File.Publish
+_FileReturnClass: Final = File.Return
+_FileDeliverClass: Final = File.Deliver
+_FileAckClass: Final = File.Ack
+_FileRejectClass: Final = File.Reject
+_StreamQosClass: Final = Stream.Qos
+_StreamConsumeClass: Final = Stream.Consume
+_StreamConsumeOkClass: Final = Stream.ConsumeOk
+_StreamCancelClass: Final = Stream.Cancel
+_StreamCancelOkClass: Final = Stream.CancelOk
+_StreamPublishClass: Final = Stream.Publish
+_StreamReturnClass: Final = Stream.Return
+_StreamDeliverClass: Final = Stream.Deliver
+_DtxStartClass: Final = Dtx.Start
+_TunnelRequestClass: Final = Tunnel.Request
+_TestIntegerClass: Final = Test.Integer
+_TestIntegerOkClass: Final = Test.IntegerOk
+_TestStringClass: Final = Test.String
+_TestStringOkClass: Final = Test.StringOk
+_TestTableClass: Final = Test.Table
+_TestTableOkClass: Final = Test.TableOk
+_TestContentOkClass: Final = Test.ContentOk
 # Property lists the same way: the twin has an instance dict like the frozen class, and only
 # the properties present are stored in it (absent ones read the class's None).
-_BasicProperties: Any = writable_twin(BasicProperties)
-_FileProperties: Any = writable_twin(FileProperties)
-_StreamProperties: Any = writable_twin(StreamProperties)
-_TunnelProperties: Any = writable_twin(TunnelProperties)
+_BasicProperties: Final[Any] = writable_twin(BasicProperties)
+_BasicPropertiesClass: Final = BasicProperties
+_FileProperties: Final[Any] = writable_twin(FileProperties)
+_FilePropertiesClass: Final = FileProperties
+_StreamProperties: Final[Any] = writable_twin(StreamProperties)
+_StreamPropertiesClass: Final = StreamProperties
+_TunnelProperties: Final[Any] = writable_twin(TunnelProperties)
+_TunnelPropertiesClass: Final = TunnelProperties
 
 
 def _overrun(o: int, end: int) -> FrameSyntaxError:
@@ -172,7 +250,7 @@ def decode_connection_start(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.server_properties = server_properties
     m.mechanisms = mechanisms
     m.locales = locales
-    m.__class__ = Connection.Start
+    m.__class__ = _ConnectionStartClass
     return m  # type: ignore[no-any-return]
 
 
@@ -180,11 +258,12 @@ def decode_connection_start_ok(buf: bytes, o: int, end: int, depth: int) -> Meth
     """Decode the arguments of connection.start-ok."""
     client_properties, o = decode_table(buf, o, end, depth)
     n = buf[o]
+    o += 1
     try:
-        mechanism = buf[o + 1 : o + 1 + n].decode()
+        mechanism = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        mechanism = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        mechanism = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     (n,) = _UNPACK_I(buf, o)
     o += 4
     if o + n > end:
@@ -192,11 +271,12 @@ def decode_connection_start_ok(buf: bytes, o: int, end: int, depth: int) -> Meth
     response = buf[o : o + n]
     o += n
     n = buf[o]
+    o += 1
     try:
-        locale = buf[o + 1 : o + 1 + n].decode()
+        locale = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        locale = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        locale = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _ConnectionStartOk()
@@ -204,7 +284,7 @@ def decode_connection_start_ok(buf: bytes, o: int, end: int, depth: int) -> Meth
     m.mechanism = mechanism
     m.response = response
     m.locale = locale
-    m.__class__ = Connection.StartOk
+    m.__class__ = _ConnectionStartOkClass
     return m  # type: ignore[no-any-return]
 
 
@@ -220,7 +300,7 @@ def decode_connection_secure(buf: bytes, o: int, end: int, depth: int) -> Method
         raise _overrun(o, end)
     m = _ConnectionSecure()
     m.challenge = challenge
-    m.__class__ = Connection.Secure
+    m.__class__ = _ConnectionSecureClass
     return m  # type: ignore[no-any-return]
 
 
@@ -236,7 +316,7 @@ def decode_connection_secure_ok(buf: bytes, o: int, end: int, depth: int) -> Met
         raise _overrun(o, end)
     m = _ConnectionSecureOk()
     m.response = response
-    m.__class__ = Connection.SecureOk
+    m.__class__ = _ConnectionSecureOkClass
     return m  # type: ignore[no-any-return]
 
 
@@ -250,7 +330,7 @@ def decode_connection_tune(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.channel_max = channel_max
     m.frame_max = frame_max
     m.heartbeat = heartbeat
-    m.__class__ = Connection.Tune
+    m.__class__ = _ConnectionTuneClass
     return m  # type: ignore[no-any-return]
 
 
@@ -264,75 +344,80 @@ def decode_connection_tune_ok(buf: bytes, o: int, end: int, depth: int) -> Metho
     m.channel_max = channel_max
     m.frame_max = frame_max
     m.heartbeat = heartbeat
-    m.__class__ = Connection.TuneOk
+    m.__class__ = _ConnectionTuneOkClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_connection_open(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of connection.open."""
     n = buf[o]
+    o += 1
     try:
-        virtual_host = buf[o + 1 : o + 1 + n].decode()
+        virtual_host = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        virtual_host = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        virtual_host = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        capabilities = buf[o + 1 : o + 1 + n].decode()
+        capabilities = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        capabilities = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        capabilities = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    insist = (bits0 & 1) != 0
+    insist = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _ConnectionOpen()
     m.virtual_host = virtual_host
     m.capabilities = capabilities
     m.insist = insist
-    m.__class__ = Connection.Open
+    m.__class__ = _ConnectionOpenClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_connection_open_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of connection.open-ok."""
     n = buf[o]
+    o += 1
     try:
-        known_hosts = buf[o + 1 : o + 1 + n].decode()
+        known_hosts = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        known_hosts = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        known_hosts = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _ConnectionOpenOk()
     m.known_hosts = known_hosts
-    m.__class__ = Connection.OpenOk
+    m.__class__ = _ConnectionOpenOkClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_connection_redirect(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of connection.redirect."""
     n = buf[o]
+    o += 1
     try:
-        host = buf[o + 1 : o + 1 + n].decode()
+        host = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        host = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        host = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        known_hosts = buf[o + 1 : o + 1 + n].decode()
+        known_hosts = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        known_hosts = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        known_hosts = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _ConnectionRedirect()
     m.host = host
     m.known_hosts = known_hosts
-    m.__class__ = Connection.Redirect
+    m.__class__ = _ConnectionRedirectClass
     return m  # type: ignore[no-any-return]
 
 
@@ -341,11 +426,12 @@ def decode_connection_close(buf: bytes, o: int, end: int, depth: int) -> Method:
     (reply_code,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        reply_text = buf[o + 1 : o + 1 + n].decode()
+        reply_text = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        reply_text = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        reply_text = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     class_id, method_id = _UNPACK_HH(buf, o)
     o += 4
     if o != end:
@@ -355,7 +441,7 @@ def decode_connection_close(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.reply_text = reply_text
     m.class_id = class_id
     m.method_id = method_id
-    m.__class__ = Connection.Close
+    m.__class__ = _ConnectionCloseClass
     return m  # type: ignore[no-any-return]
 
 
@@ -369,16 +455,17 @@ def decode_connection_close_ok(buf: bytes, o: int, end: int, depth: int) -> Meth
 def decode_channel_open(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of channel.open."""
     n = buf[o]
+    o += 1
     try:
-        out_of_band = buf[o + 1 : o + 1 + n].decode()
+        out_of_band = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        out_of_band = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        out_of_band = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _ChannelOpen()
     m.out_of_band = out_of_band
-    m.__class__ = Channel.Open
+    m.__class__ = _ChannelOpenClass
     return m  # type: ignore[no-any-return]
 
 
@@ -395,12 +482,12 @@ def decode_channel_flow(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    active = (bits0 & 1) != 0
+    active = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _ChannelFlow()
     m.active = active
-    m.__class__ = Channel.Flow
+    m.__class__ = _ChannelFlowClass
     return m  # type: ignore[no-any-return]
 
 
@@ -410,12 +497,12 @@ def decode_channel_flow_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    active = (bits0 & 1) != 0
+    active = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _ChannelFlowOk()
     m.active = active
-    m.__class__ = Channel.FlowOk
+    m.__class__ = _ChannelFlowOkClass
     return m  # type: ignore[no-any-return]
 
 
@@ -424,11 +511,12 @@ def decode_channel_alert(buf: bytes, o: int, end: int, depth: int) -> Method:
     (reply_code,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        reply_text = buf[o + 1 : o + 1 + n].decode()
+        reply_text = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        reply_text = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        reply_text = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     details, o = decode_table(buf, o, end, depth)
     if o != end:
         raise _overrun(o, end)
@@ -436,7 +524,7 @@ def decode_channel_alert(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.reply_code = reply_code
     m.reply_text = reply_text
     m.details = details
-    m.__class__ = Channel.Alert
+    m.__class__ = _ChannelAlertClass
     return m  # type: ignore[no-any-return]
 
 
@@ -445,11 +533,12 @@ def decode_channel_close(buf: bytes, o: int, end: int, depth: int) -> Method:
     (reply_code,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        reply_text = buf[o + 1 : o + 1 + n].decode()
+        reply_text = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        reply_text = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        reply_text = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     class_id, method_id = _UNPACK_HH(buf, o)
     o += 4
     if o != end:
@@ -459,7 +548,7 @@ def decode_channel_close(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.reply_text = reply_text
     m.class_id = class_id
     m.method_id = method_id
-    m.__class__ = Channel.Close
+    m.__class__ = _ChannelCloseClass
     return m  # type: ignore[no-any-return]
 
 
@@ -473,11 +562,12 @@ def decode_channel_close_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
 def decode_access_request(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of access.request."""
     n = buf[o]
+    o += 1
     try:
-        realm = buf[o + 1 : o + 1 + n].decode()
+        realm = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        realm = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        realm = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 31:  # located by diagnose.locate_method_error
@@ -496,7 +586,7 @@ def decode_access_request(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.active = active
     m.write = write
     m.read = read
-    m.__class__ = Access.Request
+    m.__class__ = _AccessRequestClass
     return m  # type: ignore[no-any-return]
 
 
@@ -508,7 +598,7 @@ def decode_access_request_ok(buf: bytes, o: int, end: int, depth: int) -> Method
         raise _overrun(o, end)
     m = _AccessRequestOk()
     m.ticket = ticket
-    m.__class__ = Access.RequestOk
+    m.__class__ = _AccessRequestOkClass
     return m  # type: ignore[no-any-return]
 
 
@@ -517,17 +607,19 @@ def decode_exchange_declare(buf: bytes, o: int, end: int, depth: int) -> Method:
     (ticket,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        type = buf[o + 1 : o + 1 + n].decode()
+        type = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        type = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        type = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 31:  # located by diagnose.locate_method_error
@@ -550,7 +642,7 @@ def decode_exchange_declare(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.internal = internal
     m.nowait = nowait
     m.arguments = arguments
-    m.__class__ = Exchange.Declare
+    m.__class__ = _ExchangeDeclareClass
     return m  # type: ignore[no-any-return]
 
 
@@ -566,11 +658,12 @@ def decode_exchange_delete(buf: bytes, o: int, end: int, depth: int) -> Method:
     (ticket,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 3:  # located by diagnose.locate_method_error
@@ -584,7 +677,7 @@ def decode_exchange_delete(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.exchange = exchange
     m.if_unused = if_unused
     m.nowait = nowait
-    m.__class__ = Exchange.Delete
+    m.__class__ = _ExchangeDeleteClass
     return m  # type: ignore[no-any-return]
 
 
@@ -600,11 +693,12 @@ def decode_queue_declare(buf: bytes, o: int, end: int, depth: int) -> Method:
     (ticket,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        queue = buf[o + 1 : o + 1 + n].decode()
+        queue = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        queue = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 31:  # located by diagnose.locate_method_error
@@ -626,18 +720,19 @@ def decode_queue_declare(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.auto_delete = auto_delete
     m.nowait = nowait
     m.arguments = arguments
-    m.__class__ = Queue.Declare
+    m.__class__ = _QueueDeclareClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_queue_declare_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of queue.declare-ok."""
     n = buf[o]
+    o += 1
     try:
-        queue = buf[o + 1 : o + 1 + n].decode()
+        queue = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        queue = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     message_count, consumer_count = _UNPACK_II(buf, o)
     o += 8
     if o != end:
@@ -646,7 +741,7 @@ def decode_queue_declare_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.queue = queue
     m.message_count = message_count
     m.consumer_count = consumer_count
-    m.__class__ = Queue.DeclareOk
+    m.__class__ = _QueueDeclareOkClass
     return m  # type: ignore[no-any-return]
 
 
@@ -655,28 +750,31 @@ def decode_queue_bind(buf: bytes, o: int, end: int, depth: int) -> Method:
     (ticket,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        queue = buf[o + 1 : o + 1 + n].decode()
+        queue = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        queue = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        routing_key = buf[o + 1 : o + 1 + n].decode()
+        routing_key = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        routing_key = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    nowait = (bits0 & 1) != 0
+    nowait = bits0 == 1
     arguments, o = decode_table(buf, o, end, depth)
     if o != end:
         raise _overrun(o, end)
@@ -687,7 +785,7 @@ def decode_queue_bind(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.routing_key = routing_key
     m.nowait = nowait
     m.arguments = arguments
-    m.__class__ = Queue.Bind
+    m.__class__ = _QueueBindClass
     return m  # type: ignore[no-any-return]
 
 
@@ -703,23 +801,24 @@ def decode_queue_purge(buf: bytes, o: int, end: int, depth: int) -> Method:
     (ticket,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        queue = buf[o + 1 : o + 1 + n].decode()
+        queue = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        queue = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    nowait = (bits0 & 1) != 0
+    nowait = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _QueuePurge()
     m.ticket = ticket
     m.queue = queue
     m.nowait = nowait
-    m.__class__ = Queue.Purge
+    m.__class__ = _QueuePurgeClass
     return m  # type: ignore[no-any-return]
 
 
@@ -731,7 +830,7 @@ def decode_queue_purge_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
         raise _overrun(o, end)
     m = _QueuePurgeOk()
     m.message_count = message_count
-    m.__class__ = Queue.PurgeOk
+    m.__class__ = _QueuePurgeOkClass
     return m  # type: ignore[no-any-return]
 
 
@@ -740,11 +839,12 @@ def decode_queue_delete(buf: bytes, o: int, end: int, depth: int) -> Method:
     (ticket,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        queue = buf[o + 1 : o + 1 + n].decode()
+        queue = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        queue = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 7:  # located by diagnose.locate_method_error
@@ -760,7 +860,7 @@ def decode_queue_delete(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.if_unused = if_unused
     m.if_empty = if_empty
     m.nowait = nowait
-    m.__class__ = Queue.Delete
+    m.__class__ = _QueueDeleteClass
     return m  # type: ignore[no-any-return]
 
 
@@ -772,7 +872,7 @@ def decode_queue_delete_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
         raise _overrun(o, end)
     m = _QueueDeleteOk()
     m.message_count = message_count
-    m.__class__ = Queue.DeleteOk
+    m.__class__ = _QueueDeleteOkClass
     return m  # type: ignore[no-any-return]
 
 
@@ -781,23 +881,26 @@ def decode_queue_unbind(buf: bytes, o: int, end: int, depth: int) -> Method:
     (ticket,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        queue = buf[o + 1 : o + 1 + n].decode()
+        queue = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        queue = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        routing_key = buf[o + 1 : o + 1 + n].decode()
+        routing_key = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        routing_key = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     arguments, o = decode_table(buf, o, end, depth)
     if o != end:
         raise _overrun(o, end)
@@ -807,7 +910,7 @@ def decode_queue_unbind(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.exchange = exchange
     m.routing_key = routing_key
     m.arguments = arguments
-    m.__class__ = Queue.Unbind
+    m.__class__ = _QueueUnbindClass
     return m  # type: ignore[no-any-return]
 
 
@@ -820,18 +923,19 @@ def decode_queue_unbind_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
 
 def decode_basic_qos(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.qos."""
+    bits0: int  # compared and masked: a native int in a compiled build
     prefetch_size, prefetch_count, bits0 = _UNPACK_IHB(buf, o)
     o += 7
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    global_ = (bits0 & 1) != 0
+    global_ = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _BasicQos()
     m.prefetch_size = prefetch_size
     m.prefetch_count = prefetch_count
     m.global_ = global_
-    m.__class__ = Basic.Qos
+    m.__class__ = _BasicQosClass
     return m  # type: ignore[no-any-return]
 
 
@@ -847,17 +951,19 @@ def decode_basic_consume(buf: bytes, o: int, end: int, depth: int) -> Method:
     (ticket,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        queue = buf[o + 1 : o + 1 + n].decode()
+        queue = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        queue = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+        consumer_tag = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 15:  # located by diagnose.locate_method_error
@@ -876,61 +982,64 @@ def decode_basic_consume(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.no_ack = no_ack
     m.exclusive = exclusive
     m.nowait = nowait
-    m.__class__ = Basic.Consume
+    m.__class__ = _BasicConsumeClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_basic_consume_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.consume-ok."""
     n = buf[o]
+    o += 1
     try:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+        consumer_tag = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _BasicConsumeOk()
     m.consumer_tag = consumer_tag
-    m.__class__ = Basic.ConsumeOk
+    m.__class__ = _BasicConsumeOkClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_basic_cancel(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.cancel."""
     n = buf[o]
+    o += 1
     try:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+        consumer_tag = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    nowait = (bits0 & 1) != 0
+    nowait = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _BasicCancel()
     m.consumer_tag = consumer_tag
     m.nowait = nowait
-    m.__class__ = Basic.Cancel
+    m.__class__ = _BasicCancelClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_basic_cancel_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.cancel-ok."""
     n = buf[o]
+    o += 1
     try:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+        consumer_tag = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _BasicCancelOk()
     m.consumer_tag = consumer_tag
-    m.__class__ = Basic.CancelOk
+    m.__class__ = _BasicCancelOkClass
     return m  # type: ignore[no-any-return]
 
 
@@ -939,17 +1048,19 @@ def decode_basic_publish(buf: bytes, o: int, end: int, depth: int) -> Method:
     (ticket,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        routing_key = buf[o + 1 : o + 1 + n].decode()
+        routing_key = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        routing_key = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 3:  # located by diagnose.locate_method_error
@@ -964,7 +1075,7 @@ def decode_basic_publish(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.routing_key = routing_key
     m.mandatory = mandatory
     m.immediate = immediate
-    m.__class__ = Basic.Publish
+    m.__class__ = _BasicPublishClass
     return m  # type: ignore[no-any-return]
 
 
@@ -973,23 +1084,26 @@ def decode_basic_return_(buf: bytes, o: int, end: int, depth: int) -> Method:
     (reply_code,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        reply_text = buf[o + 1 : o + 1 + n].decode()
+        reply_text = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        reply_text = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        reply_text = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        routing_key = buf[o + 1 : o + 1 + n].decode()
+        routing_key = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        routing_key = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _BasicReturn()
@@ -997,35 +1111,39 @@ def decode_basic_return_(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.reply_text = reply_text
     m.exchange = exchange
     m.routing_key = routing_key
-    m.__class__ = Basic.Return
+    m.__class__ = _BasicReturnClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_basic_deliver(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.deliver."""
     n = buf[o]
+    o += 1
     try:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+        consumer_tag = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
+    bits0: int  # compared and masked: a native int in a compiled build
     delivery_tag, bits0 = _UNPACK_QB(buf, o)
     o += 9
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    redelivered = (bits0 & 1) != 0
+    redelivered = bits0 == 1
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        routing_key = buf[o + 1 : o + 1 + n].decode()
+        routing_key = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        routing_key = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _BasicDeliver()
@@ -1034,7 +1152,7 @@ def decode_basic_deliver(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.redelivered = redelivered
     m.exchange = exchange
     m.routing_key = routing_key
-    m.__class__ = Basic.Deliver
+    m.__class__ = _BasicDeliverClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1043,45 +1161,49 @@ def decode_basic_get(buf: bytes, o: int, end: int, depth: int) -> Method:
     (ticket,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        queue = buf[o + 1 : o + 1 + n].decode()
+        queue = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        queue = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    no_ack = (bits0 & 1) != 0
+    no_ack = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _BasicGet()
     m.ticket = ticket
     m.queue = queue
     m.no_ack = no_ack
-    m.__class__ = Basic.Get
+    m.__class__ = _BasicGetClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_basic_get_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.get-ok."""
+    bits0: int  # compared and masked: a native int in a compiled build
     delivery_tag, bits0 = _UNPACK_QB(buf, o)
     o += 9
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    redelivered = (bits0 & 1) != 0
+    redelivered = bits0 == 1
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        routing_key = buf[o + 1 : o + 1 + n].decode()
+        routing_key = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        routing_key = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     (message_count,) = _UNPACK_I(buf, o)
     o += 4
     if o != end:
@@ -1092,55 +1214,58 @@ def decode_basic_get_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.exchange = exchange
     m.routing_key = routing_key
     m.message_count = message_count
-    m.__class__ = Basic.GetOk
+    m.__class__ = _BasicGetOkClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_basic_get_empty(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.get-empty."""
     n = buf[o]
+    o += 1
     try:
-        cluster_id = buf[o + 1 : o + 1 + n].decode()
+        cluster_id = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        cluster_id = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        cluster_id = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _BasicGetEmpty()
     m.cluster_id = cluster_id
-    m.__class__ = Basic.GetEmpty
+    m.__class__ = _BasicGetEmptyClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_basic_ack(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.ack."""
+    bits0: int  # compared and masked: a native int in a compiled build
     delivery_tag, bits0 = _UNPACK_QB(buf, o)
     o += 9
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    multiple = (bits0 & 1) != 0
+    multiple = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _BasicAck()
     m.delivery_tag = delivery_tag
     m.multiple = multiple
-    m.__class__ = Basic.Ack
+    m.__class__ = _BasicAckClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_basic_reject(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.reject."""
+    bits0: int  # compared and masked: a native int in a compiled build
     delivery_tag, bits0 = _UNPACK_QB(buf, o)
     o += 9
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    requeue = (bits0 & 1) != 0
+    requeue = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _BasicReject()
     m.delivery_tag = delivery_tag
     m.requeue = requeue
-    m.__class__ = Basic.Reject
+    m.__class__ = _BasicRejectClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1150,12 +1275,12 @@ def decode_basic_recover(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    requeue = (bits0 & 1) != 0
+    requeue = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _BasicRecover()
     m.requeue = requeue
-    m.__class__ = Basic.Recover
+    m.__class__ = _BasicRecoverClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1165,12 +1290,12 @@ def decode_basic_recover_async(buf: bytes, o: int, end: int, depth: int) -> Meth
     o += 1
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    requeue = (bits0 & 1) != 0
+    requeue = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _BasicRecoverAsync()
     m.requeue = requeue
-    m.__class__ = Basic.RecoverAsync
+    m.__class__ = _BasicRecoverAsyncClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1183,18 +1308,19 @@ def decode_basic_recover_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
 
 def decode_file_qos(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of file.qos."""
+    bits0: int  # compared and masked: a native int in a compiled build
     prefetch_size, prefetch_count, bits0 = _UNPACK_IHB(buf, o)
     o += 7
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    global_ = (bits0 & 1) != 0
+    global_ = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _FileQos()
     m.prefetch_size = prefetch_size
     m.prefetch_count = prefetch_count
     m.global_ = global_
-    m.__class__ = File.Qos
+    m.__class__ = _FileQosClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1210,17 +1336,19 @@ def decode_file_consume(buf: bytes, o: int, end: int, depth: int) -> Method:
     (ticket,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        queue = buf[o + 1 : o + 1 + n].decode()
+        queue = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        queue = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+        consumer_tag = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 15:  # located by diagnose.locate_method_error
@@ -1239,72 +1367,76 @@ def decode_file_consume(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.no_ack = no_ack
     m.exclusive = exclusive
     m.nowait = nowait
-    m.__class__ = File.Consume
+    m.__class__ = _FileConsumeClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_file_consume_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of file.consume-ok."""
     n = buf[o]
+    o += 1
     try:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+        consumer_tag = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _FileConsumeOk()
     m.consumer_tag = consumer_tag
-    m.__class__ = File.ConsumeOk
+    m.__class__ = _FileConsumeOkClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_file_cancel(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of file.cancel."""
     n = buf[o]
+    o += 1
     try:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+        consumer_tag = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    nowait = (bits0 & 1) != 0
+    nowait = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _FileCancel()
     m.consumer_tag = consumer_tag
     m.nowait = nowait
-    m.__class__ = File.Cancel
+    m.__class__ = _FileCancelClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_file_cancel_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of file.cancel-ok."""
     n = buf[o]
+    o += 1
     try:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+        consumer_tag = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _FileCancelOk()
     m.consumer_tag = consumer_tag
-    m.__class__ = File.CancelOk
+    m.__class__ = _FileCancelOkClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_file_open(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of file.open."""
     n = buf[o]
+    o += 1
     try:
-        identifier = buf[o + 1 : o + 1 + n].decode()
+        identifier = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        identifier = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        identifier = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     (content_size,) = _UNPACK_Q(buf, o)
     o += 8
     if o != end:
@@ -1312,7 +1444,7 @@ def decode_file_open(buf: bytes, o: int, end: int, depth: int) -> Method:
     m = _FileOpen()
     m.identifier = identifier
     m.content_size = content_size
-    m.__class__ = File.Open
+    m.__class__ = _FileOpenClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1324,7 +1456,7 @@ def decode_file_open_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
         raise _overrun(o, end)
     m = _FileOpenOk()
     m.staged_size = staged_size
-    m.__class__ = File.OpenOk
+    m.__class__ = _FileOpenOkClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1340,17 +1472,19 @@ def decode_file_publish(buf: bytes, o: int, end: int, depth: int) -> Method:
     (ticket,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        routing_key = buf[o + 1 : o + 1 + n].decode()
+        routing_key = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        routing_key = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 3:  # located by diagnose.locate_method_error
@@ -1358,11 +1492,12 @@ def decode_file_publish(buf: bytes, o: int, end: int, depth: int) -> Method:
     mandatory = (bits0 & 1) != 0
     immediate = (bits0 & 2) != 0
     n = buf[o]
+    o += 1
     try:
-        identifier = buf[o + 1 : o + 1 + n].decode()
+        identifier = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        identifier = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        identifier = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _FilePublish()
@@ -1372,7 +1507,7 @@ def decode_file_publish(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.mandatory = mandatory
     m.immediate = immediate
     m.identifier = identifier
-    m.__class__ = File.Publish
+    m.__class__ = _FilePublishClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1381,23 +1516,26 @@ def decode_file_return_(buf: bytes, o: int, end: int, depth: int) -> Method:
     (reply_code,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        reply_text = buf[o + 1 : o + 1 + n].decode()
+        reply_text = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        reply_text = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        reply_text = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        routing_key = buf[o + 1 : o + 1 + n].decode()
+        routing_key = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        routing_key = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _FileReturn()
@@ -1405,41 +1543,46 @@ def decode_file_return_(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.reply_text = reply_text
     m.exchange = exchange
     m.routing_key = routing_key
-    m.__class__ = File.Return
+    m.__class__ = _FileReturnClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_file_deliver(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of file.deliver."""
     n = buf[o]
+    o += 1
     try:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+        consumer_tag = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
+    bits0: int  # compared and masked: a native int in a compiled build
     delivery_tag, bits0 = _UNPACK_QB(buf, o)
     o += 9
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    redelivered = (bits0 & 1) != 0
+    redelivered = bits0 == 1
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        routing_key = buf[o + 1 : o + 1 + n].decode()
+        routing_key = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        routing_key = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        identifier = buf[o + 1 : o + 1 + n].decode()
+        identifier = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        identifier = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        identifier = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _FileDeliver()
@@ -1449,49 +1592,52 @@ def decode_file_deliver(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.exchange = exchange
     m.routing_key = routing_key
     m.identifier = identifier
-    m.__class__ = File.Deliver
+    m.__class__ = _FileDeliverClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_file_ack(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of file.ack."""
+    bits0: int  # compared and masked: a native int in a compiled build
     delivery_tag, bits0 = _UNPACK_QB(buf, o)
     o += 9
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    multiple = (bits0 & 1) != 0
+    multiple = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _FileAck()
     m.delivery_tag = delivery_tag
     m.multiple = multiple
-    m.__class__ = File.Ack
+    m.__class__ = _FileAckClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_file_reject(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of file.reject."""
+    bits0: int  # compared and masked: a native int in a compiled build
     delivery_tag, bits0 = _UNPACK_QB(buf, o)
     o += 9
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    requeue = (bits0 & 1) != 0
+    requeue = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _FileReject()
     m.delivery_tag = delivery_tag
     m.requeue = requeue
-    m.__class__ = File.Reject
+    m.__class__ = _FileRejectClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_stream_qos(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of stream.qos."""
+    bits0: int  # compared and masked: a native int in a compiled build
     prefetch_size, prefetch_count, consume_rate, bits0 = _UNPACK_IHIB(buf, o)
     o += 11
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    global_ = (bits0 & 1) != 0
+    global_ = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _StreamQos()
@@ -1499,7 +1645,7 @@ def decode_stream_qos(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.prefetch_count = prefetch_count
     m.consume_rate = consume_rate
     m.global_ = global_
-    m.__class__ = Stream.Qos
+    m.__class__ = _StreamQosClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1515,17 +1661,19 @@ def decode_stream_consume(buf: bytes, o: int, end: int, depth: int) -> Method:
     (ticket,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        queue = buf[o + 1 : o + 1 + n].decode()
+        queue = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        queue = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+        consumer_tag = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 7:  # located by diagnose.locate_method_error
@@ -1542,61 +1690,64 @@ def decode_stream_consume(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.no_local = no_local
     m.exclusive = exclusive
     m.nowait = nowait
-    m.__class__ = Stream.Consume
+    m.__class__ = _StreamConsumeClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_stream_consume_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of stream.consume-ok."""
     n = buf[o]
+    o += 1
     try:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+        consumer_tag = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _StreamConsumeOk()
     m.consumer_tag = consumer_tag
-    m.__class__ = Stream.ConsumeOk
+    m.__class__ = _StreamConsumeOkClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_stream_cancel(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of stream.cancel."""
     n = buf[o]
+    o += 1
     try:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+        consumer_tag = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    nowait = (bits0 & 1) != 0
+    nowait = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _StreamCancel()
     m.consumer_tag = consumer_tag
     m.nowait = nowait
-    m.__class__ = Stream.Cancel
+    m.__class__ = _StreamCancelClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_stream_cancel_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of stream.cancel-ok."""
     n = buf[o]
+    o += 1
     try:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+        consumer_tag = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _StreamCancelOk()
     m.consumer_tag = consumer_tag
-    m.__class__ = Stream.CancelOk
+    m.__class__ = _StreamCancelOkClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1605,17 +1756,19 @@ def decode_stream_publish(buf: bytes, o: int, end: int, depth: int) -> Method:
     (ticket,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        routing_key = buf[o + 1 : o + 1 + n].decode()
+        routing_key = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        routing_key = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 3:  # located by diagnose.locate_method_error
@@ -1630,7 +1783,7 @@ def decode_stream_publish(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.routing_key = routing_key
     m.mandatory = mandatory
     m.immediate = immediate
-    m.__class__ = Stream.Publish
+    m.__class__ = _StreamPublishClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1639,23 +1792,26 @@ def decode_stream_return_(buf: bytes, o: int, end: int, depth: int) -> Method:
     (reply_code,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        reply_text = buf[o + 1 : o + 1 + n].decode()
+        reply_text = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        reply_text = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        reply_text = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        routing_key = buf[o + 1 : o + 1 + n].decode()
+        routing_key = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        routing_key = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _StreamReturn()
@@ -1663,32 +1819,35 @@ def decode_stream_return_(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.reply_text = reply_text
     m.exchange = exchange
     m.routing_key = routing_key
-    m.__class__ = Stream.Return
+    m.__class__ = _StreamReturnClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_stream_deliver(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of stream.deliver."""
     n = buf[o]
+    o += 1
     try:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+        consumer_tag = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     (delivery_tag,) = _UNPACK_Q(buf, o)
     o += 8
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        queue = buf[o + 1 : o + 1 + n].decode()
+        queue = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        queue = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _StreamDeliver()
@@ -1696,7 +1855,7 @@ def decode_stream_deliver(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.delivery_tag = delivery_tag
     m.exchange = exchange
     m.queue = queue
-    m.__class__ = Stream.Deliver
+    m.__class__ = _StreamDeliverClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1759,16 +1918,17 @@ def decode_dtx_select_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
 def decode_dtx_start(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of dtx.start."""
     n = buf[o]
+    o += 1
     try:
-        dtx_identifier = buf[o + 1 : o + 1 + n].decode()
+        dtx_identifier = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        dtx_identifier = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        dtx_identifier = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _DtxStart()
     m.dtx_identifier = dtx_identifier
-    m.__class__ = Dtx.Start
+    m.__class__ = _DtxStartClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1786,7 +1946,7 @@ def decode_tunnel_request(buf: bytes, o: int, end: int, depth: int) -> Method:
         raise _overrun(o, end)
     m = _TunnelRequest()
     m.meta_data = meta_data
-    m.__class__ = Tunnel.Request
+    m.__class__ = _TunnelRequestClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1802,7 +1962,7 @@ def decode_test_integer(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.integer_3 = integer_3
     m.integer_4 = integer_4
     m.operation = operation
-    m.__class__ = Test.Integer
+    m.__class__ = _TestIntegerClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1814,18 +1974,19 @@ def decode_test_integer_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
         raise _overrun(o, end)
     m = _TestIntegerOk()
     m.result = result
-    m.__class__ = Test.IntegerOk
+    m.__class__ = _TestIntegerOkClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_test_string(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of test.string."""
     n = buf[o]
+    o += 1
     try:
-        string_1 = buf[o + 1 : o + 1 + n].decode()
+        string_1 = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        string_1 = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        string_1 = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     (n,) = _UNPACK_I(buf, o)
     o += 4
     if o + n > end:
@@ -1840,7 +2001,7 @@ def decode_test_string(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.string_1 = string_1
     m.string_2 = string_2
     m.operation = operation
-    m.__class__ = Test.String
+    m.__class__ = _TestStringClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1856,7 +2017,7 @@ def decode_test_string_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
         raise _overrun(o, end)
     m = _TestStringOk()
     m.result = result
-    m.__class__ = Test.StringOk
+    m.__class__ = _TestStringOkClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1871,7 +2032,7 @@ def decode_test_table(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.table = table
     m.integer_op = integer_op
     m.string_op = string_op
-    m.__class__ = Test.Table
+    m.__class__ = _TestTableClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1892,7 +2053,7 @@ def decode_test_table_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     m = _TestTableOk()
     m.integer_result = integer_result
     m.string_result = string_result
-    m.__class__ = Test.TableOk
+    m.__class__ = _TestTableOkClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1911,31 +2072,33 @@ def decode_test_content_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
         raise _overrun(o, end)
     m = _TestContentOk()
     m.content_checksum = content_checksum
-    m.__class__ = Test.ContentOk
+    m.__class__ = _TestContentOkClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_basic_properties(buf: bytes, o: int, end: int, depth: int) -> Properties:
     """Decode a basic property list (flag word, then the present properties)."""
-    (flags,) = _UNPACK_H(buf, o)
+    flags: int = _UNPACK_H(buf, o)[0]
     o += 2
     if flags & 0x0003:
         raise FrameSyntaxError(f"property flags 0x{flags:04x} set bits no basic property uses")
     props = _BasicProperties()
     if flags & 0x8000:
         n = buf[o]
+        o += 1
         try:
-            props.content_type = buf[o + 1 : o + 1 + n].decode()
+            props.content_type = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.content_type = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.content_type = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if flags & 0x4000:
         n = buf[o]
+        o += 1
         try:
-            props.content_encoding = buf[o + 1 : o + 1 + n].decode()
+            props.content_encoding = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.content_encoding = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.content_encoding = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if flags & 0x2000:
         props.headers, o = decode_table(buf, o, end, depth)
     if flags & 0x1000:
@@ -1946,90 +2109,100 @@ def decode_basic_properties(buf: bytes, o: int, end: int, depth: int) -> Propert
         o += 1
     if flags & 0x0400:
         n = buf[o]
+        o += 1
         try:
-            props.correlation_id = buf[o + 1 : o + 1 + n].decode()
+            props.correlation_id = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.correlation_id = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.correlation_id = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if flags & 0x0200:
         n = buf[o]
+        o += 1
         try:
-            props.reply_to = buf[o + 1 : o + 1 + n].decode()
+            props.reply_to = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.reply_to = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.reply_to = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if flags & 0x0100:
         n = buf[o]
+        o += 1
         try:
-            props.expiration = buf[o + 1 : o + 1 + n].decode()
+            props.expiration = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.expiration = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.expiration = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if flags & 0x0080:
         n = buf[o]
+        o += 1
         try:
-            props.message_id = buf[o + 1 : o + 1 + n].decode()
+            props.message_id = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.message_id = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.message_id = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if flags & 0x0040:
-        props.timestamp = Timestamp(_UNPACK_Q(buf, o)[0])
+        props.timestamp = _Timestamp(_UNPACK_Q(buf, o)[0])
         o += 8
     if flags & 0x0020:
         n = buf[o]
+        o += 1
         try:
-            props.type = buf[o + 1 : o + 1 + n].decode()
+            props.type = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.type = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.type = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if flags & 0x0010:
         n = buf[o]
+        o += 1
         try:
-            props.user_id = buf[o + 1 : o + 1 + n].decode()
+            props.user_id = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.user_id = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.user_id = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if flags & 0x0008:
         n = buf[o]
+        o += 1
         try:
-            props.app_id = buf[o + 1 : o + 1 + n].decode()
+            props.app_id = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.app_id = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.app_id = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if flags & 0x0004:
         n = buf[o]
+        o += 1
         try:
-            props.cluster_id = buf[o + 1 : o + 1 + n].decode()
+            props.cluster_id = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.cluster_id = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.cluster_id = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if o != end:
         raise _overrun(o, end)
-    props.__class__ = BasicProperties
+    props.__class__ = _BasicPropertiesClass
     return props  # type: ignore[no-any-return]
 
 
 def decode_file_properties(buf: bytes, o: int, end: int, depth: int) -> Properties:
     """Decode a file property list (flag word, then the present properties)."""
-    (flags,) = _UNPACK_H(buf, o)
+    flags: int = _UNPACK_H(buf, o)[0]
     o += 2
     if flags & 0x007F:
         raise FrameSyntaxError(f"property flags 0x{flags:04x} set bits no file property uses")
     props = _FileProperties()
     if flags & 0x8000:
         n = buf[o]
+        o += 1
         try:
-            props.content_type = buf[o + 1 : o + 1 + n].decode()
+            props.content_type = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.content_type = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.content_type = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if flags & 0x4000:
         n = buf[o]
+        o += 1
         try:
-            props.content_encoding = buf[o + 1 : o + 1 + n].decode()
+            props.content_encoding = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.content_encoding = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.content_encoding = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if flags & 0x2000:
         props.headers, o = decode_table(buf, o, end, depth)
     if flags & 0x1000:
@@ -2037,79 +2210,85 @@ def decode_file_properties(buf: bytes, o: int, end: int, depth: int) -> Properti
         o += 1
     if flags & 0x0800:
         n = buf[o]
+        o += 1
         try:
-            props.reply_to = buf[o + 1 : o + 1 + n].decode()
+            props.reply_to = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.reply_to = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.reply_to = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if flags & 0x0400:
         n = buf[o]
+        o += 1
         try:
-            props.message_id = buf[o + 1 : o + 1 + n].decode()
+            props.message_id = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.message_id = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.message_id = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if flags & 0x0200:
         n = buf[o]
+        o += 1
         try:
-            props.filename = buf[o + 1 : o + 1 + n].decode()
+            props.filename = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.filename = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.filename = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if flags & 0x0100:
-        props.timestamp = Timestamp(_UNPACK_Q(buf, o)[0])
+        props.timestamp = _Timestamp(_UNPACK_Q(buf, o)[0])
         o += 8
     if flags & 0x0080:
         n = buf[o]
+        o += 1
         try:
-            props.cluster_id = buf[o + 1 : o + 1 + n].decode()
+            props.cluster_id = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.cluster_id = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.cluster_id = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if o != end:
         raise _overrun(o, end)
-    props.__class__ = FileProperties
+    props.__class__ = _FilePropertiesClass
     return props  # type: ignore[no-any-return]
 
 
 def decode_stream_properties(buf: bytes, o: int, end: int, depth: int) -> Properties:
     """Decode a stream property list (flag word, then the present properties)."""
-    (flags,) = _UNPACK_H(buf, o)
+    flags: int = _UNPACK_H(buf, o)[0]
     o += 2
     if flags & 0x07FF:
         raise FrameSyntaxError(f"property flags 0x{flags:04x} set bits no stream property uses")
     props = _StreamProperties()
     if flags & 0x8000:
         n = buf[o]
+        o += 1
         try:
-            props.content_type = buf[o + 1 : o + 1 + n].decode()
+            props.content_type = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.content_type = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.content_type = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if flags & 0x4000:
         n = buf[o]
+        o += 1
         try:
-            props.content_encoding = buf[o + 1 : o + 1 + n].decode()
+            props.content_encoding = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.content_encoding = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.content_encoding = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if flags & 0x2000:
         props.headers, o = decode_table(buf, o, end, depth)
     if flags & 0x1000:
         props.priority = buf[o]
         o += 1
     if flags & 0x0800:
-        props.timestamp = Timestamp(_UNPACK_Q(buf, o)[0])
+        props.timestamp = _Timestamp(_UNPACK_Q(buf, o)[0])
         o += 8
     if o != end:
         raise _overrun(o, end)
-    props.__class__ = StreamProperties
+    props.__class__ = _StreamPropertiesClass
     return props  # type: ignore[no-any-return]
 
 
 def decode_tunnel_properties(buf: bytes, o: int, end: int, depth: int) -> Properties:
     """Decode a tunnel property list (flag word, then the present properties)."""
-    (flags,) = _UNPACK_H(buf, o)
+    flags: int = _UNPACK_H(buf, o)[0]
     o += 2
     if flags & 0x07FF:
         raise FrameSyntaxError(f"property flags 0x{flags:04x} set bits no tunnel property uses")
@@ -2118,18 +2297,20 @@ def decode_tunnel_properties(buf: bytes, o: int, end: int, depth: int) -> Proper
         props.headers, o = decode_table(buf, o, end, depth)
     if flags & 0x4000:
         n = buf[o]
+        o += 1
         try:
-            props.proxy_name = buf[o + 1 : o + 1 + n].decode()
+            props.proxy_name = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.proxy_name = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.proxy_name = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if flags & 0x2000:
         n = buf[o]
+        o += 1
         try:
-            props.data_name = buf[o + 1 : o + 1 + n].decode()
+            props.data_name = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.data_name = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.data_name = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if flags & 0x1000:
         props.durable = buf[o]
         o += 1
@@ -2138,7 +2319,7 @@ def decode_tunnel_properties(buf: bytes, o: int, end: int, depth: int) -> Proper
         o += 1
     if o != end:
         raise _overrun(o, end)
-    props.__class__ = TunnelProperties
+    props.__class__ = _TunnelPropertiesClass
     return props  # type: ignore[no-any-return]
 
 

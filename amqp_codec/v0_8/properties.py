@@ -227,7 +227,6 @@ class BasicProperties(Properties):
         """Property flags followed by the present properties."""
         flags = 0
         parts: list[bytes] = [b""]  # parts[0] becomes the flag word
-        append = parts.append
         present = self.__dict__  # only the properties that are not None (see __init__)
         try:
             if "content_type" in present:
@@ -237,8 +236,8 @@ class BasicProperties(Properties):
                     raw = value.encode()
                 except UnicodeEncodeError:
                     raw = value.encode("utf-8", "surrogateescape")
-                append(OCTETS[len(raw)])
-                append(raw)
+                parts.append(OCTETS[len(raw)])
+                parts.append(raw)
             if "content_encoding" in present:
                 value = present["content_encoding"]
                 flags |= 0x4000
@@ -246,20 +245,20 @@ class BasicProperties(Properties):
                     raw = value.encode()
                 except UnicodeEncodeError:
                     raw = value.encode("utf-8", "surrogateescape")
-                append(OCTETS[len(raw)])
-                append(raw)
+                parts.append(OCTETS[len(raw)])
+                parts.append(raw)
             if "headers" in present:
                 value = present["headers"]
                 flags |= 0x2000
-                append(encode_table(value, "headers"))
+                parts.append(encode_table(value, "headers"))
             if "delivery_mode" in present:
                 value = present["delivery_mode"]
                 flags |= 0x1000
-                append(_PACK_B(value))
+                parts.append(_PACK_B(value))
             if "priority" in present:
                 value = present["priority"]
                 flags |= 0x0800
-                append(_PACK_B(value))
+                parts.append(_PACK_B(value))
             if "correlation_id" in present:
                 value = present["correlation_id"]
                 flags |= 0x0400
@@ -267,8 +266,8 @@ class BasicProperties(Properties):
                     raw = value.encode()
                 except UnicodeEncodeError:
                     raw = value.encode("utf-8", "surrogateescape")
-                append(OCTETS[len(raw)])
-                append(raw)
+                parts.append(OCTETS[len(raw)])
+                parts.append(raw)
             if "reply_to" in present:
                 value = present["reply_to"]
                 flags |= 0x0200
@@ -276,8 +275,8 @@ class BasicProperties(Properties):
                     raw = value.encode()
                 except UnicodeEncodeError:
                     raw = value.encode("utf-8", "surrogateescape")
-                append(OCTETS[len(raw)])
-                append(raw)
+                parts.append(OCTETS[len(raw)])
+                parts.append(raw)
             if "expiration" in present:
                 value = present["expiration"]
                 flags |= 0x0100
@@ -285,8 +284,8 @@ class BasicProperties(Properties):
                     raw = value.encode()
                 except UnicodeEncodeError:
                     raw = value.encode("utf-8", "surrogateescape")
-                append(OCTETS[len(raw)])
-                append(raw)
+                parts.append(OCTETS[len(raw)])
+                parts.append(raw)
             if "message_id" in present:
                 value = present["message_id"]
                 flags |= 0x0080
@@ -294,12 +293,12 @@ class BasicProperties(Properties):
                     raw = value.encode()
                 except UnicodeEncodeError:
                     raw = value.encode("utf-8", "surrogateescape")
-                append(OCTETS[len(raw)])
-                append(raw)
+                parts.append(OCTETS[len(raw)])
+                parts.append(raw)
             if "timestamp" in present:
                 value = present["timestamp"]
                 flags |= 0x0040
-                append(_PACK_Q(value))
+                parts.append(_PACK_Q(value))
             if "type" in present:
                 value = present["type"]
                 flags |= 0x0020
@@ -307,8 +306,8 @@ class BasicProperties(Properties):
                     raw = value.encode()
                 except UnicodeEncodeError:
                     raw = value.encode("utf-8", "surrogateescape")
-                append(OCTETS[len(raw)])
-                append(raw)
+                parts.append(OCTETS[len(raw)])
+                parts.append(raw)
             if "user_id" in present:
                 value = present["user_id"]
                 flags |= 0x0010
@@ -316,8 +315,8 @@ class BasicProperties(Properties):
                     raw = value.encode()
                 except UnicodeEncodeError:
                     raw = value.encode("utf-8", "surrogateescape")
-                append(OCTETS[len(raw)])
-                append(raw)
+                parts.append(OCTETS[len(raw)])
+                parts.append(raw)
             if "app_id" in present:
                 value = present["app_id"]
                 flags |= 0x0008
@@ -325,8 +324,8 @@ class BasicProperties(Properties):
                     raw = value.encode()
                 except UnicodeEncodeError:
                     raw = value.encode("utf-8", "surrogateescape")
-                append(OCTETS[len(raw)])
-                append(raw)
+                parts.append(OCTETS[len(raw)])
+                parts.append(raw)
             if "cluster_id" in present:
                 value = present["cluster_id"]
                 flags |= 0x0004
@@ -334,8 +333,8 @@ class BasicProperties(Properties):
                     raw = value.encode()
                 except UnicodeEncodeError:
                     raw = value.encode("utf-8", "surrogateescape")
-                append(OCTETS[len(raw)])
-                append(raw)
+                parts.append(OCTETS[len(raw)])
+                parts.append(raw)
         except AMQPEncodeError:
             raise
         except _VALUE_ERRORS:
@@ -467,7 +466,6 @@ class FileProperties(Properties):
         """Property flags followed by the present properties."""
         flags = 0
         parts: list[bytes] = [b""]  # parts[0] becomes the flag word
-        append = parts.append
         present = self.__dict__  # only the properties that are not None (see __init__)
         try:
             if "content_type" in present:
@@ -477,8 +475,8 @@ class FileProperties(Properties):
                     raw = value.encode()
                 except UnicodeEncodeError:
                     raw = value.encode("utf-8", "surrogateescape")
-                append(OCTETS[len(raw)])
-                append(raw)
+                parts.append(OCTETS[len(raw)])
+                parts.append(raw)
             if "content_encoding" in present:
                 value = present["content_encoding"]
                 flags |= 0x4000
@@ -486,16 +484,16 @@ class FileProperties(Properties):
                     raw = value.encode()
                 except UnicodeEncodeError:
                     raw = value.encode("utf-8", "surrogateescape")
-                append(OCTETS[len(raw)])
-                append(raw)
+                parts.append(OCTETS[len(raw)])
+                parts.append(raw)
             if "headers" in present:
                 value = present["headers"]
                 flags |= 0x2000
-                append(encode_table(value, "headers"))
+                parts.append(encode_table(value, "headers"))
             if "priority" in present:
                 value = present["priority"]
                 flags |= 0x1000
-                append(_PACK_B(value))
+                parts.append(_PACK_B(value))
             if "reply_to" in present:
                 value = present["reply_to"]
                 flags |= 0x0800
@@ -503,8 +501,8 @@ class FileProperties(Properties):
                     raw = value.encode()
                 except UnicodeEncodeError:
                     raw = value.encode("utf-8", "surrogateescape")
-                append(OCTETS[len(raw)])
-                append(raw)
+                parts.append(OCTETS[len(raw)])
+                parts.append(raw)
             if "message_id" in present:
                 value = present["message_id"]
                 flags |= 0x0400
@@ -512,8 +510,8 @@ class FileProperties(Properties):
                     raw = value.encode()
                 except UnicodeEncodeError:
                     raw = value.encode("utf-8", "surrogateescape")
-                append(OCTETS[len(raw)])
-                append(raw)
+                parts.append(OCTETS[len(raw)])
+                parts.append(raw)
             if "filename" in present:
                 value = present["filename"]
                 flags |= 0x0200
@@ -521,12 +519,12 @@ class FileProperties(Properties):
                     raw = value.encode()
                 except UnicodeEncodeError:
                     raw = value.encode("utf-8", "surrogateescape")
-                append(OCTETS[len(raw)])
-                append(raw)
+                parts.append(OCTETS[len(raw)])
+                parts.append(raw)
             if "timestamp" in present:
                 value = present["timestamp"]
                 flags |= 0x0100
-                append(_PACK_Q(value))
+                parts.append(_PACK_Q(value))
             if "cluster_id" in present:
                 value = present["cluster_id"]
                 flags |= 0x0080
@@ -534,8 +532,8 @@ class FileProperties(Properties):
                     raw = value.encode()
                 except UnicodeEncodeError:
                     raw = value.encode("utf-8", "surrogateescape")
-                append(OCTETS[len(raw)])
-                append(raw)
+                parts.append(OCTETS[len(raw)])
+                parts.append(raw)
         except AMQPEncodeError:
             raise
         except _VALUE_ERRORS:
@@ -623,7 +621,6 @@ class StreamProperties(Properties):
         """Property flags followed by the present properties."""
         flags = 0
         parts: list[bytes] = [b""]  # parts[0] becomes the flag word
-        append = parts.append
         present = self.__dict__  # only the properties that are not None (see __init__)
         try:
             if "content_type" in present:
@@ -633,8 +630,8 @@ class StreamProperties(Properties):
                     raw = value.encode()
                 except UnicodeEncodeError:
                     raw = value.encode("utf-8", "surrogateescape")
-                append(OCTETS[len(raw)])
-                append(raw)
+                parts.append(OCTETS[len(raw)])
+                parts.append(raw)
             if "content_encoding" in present:
                 value = present["content_encoding"]
                 flags |= 0x4000
@@ -642,20 +639,20 @@ class StreamProperties(Properties):
                     raw = value.encode()
                 except UnicodeEncodeError:
                     raw = value.encode("utf-8", "surrogateescape")
-                append(OCTETS[len(raw)])
-                append(raw)
+                parts.append(OCTETS[len(raw)])
+                parts.append(raw)
             if "headers" in present:
                 value = present["headers"]
                 flags |= 0x2000
-                append(encode_table(value, "headers"))
+                parts.append(encode_table(value, "headers"))
             if "priority" in present:
                 value = present["priority"]
                 flags |= 0x1000
-                append(_PACK_B(value))
+                parts.append(_PACK_B(value))
             if "timestamp" in present:
                 value = present["timestamp"]
                 flags |= 0x0800
-                append(_PACK_Q(value))
+                parts.append(_PACK_Q(value))
         except AMQPEncodeError:
             raise
         except _VALUE_ERRORS:
@@ -748,13 +745,12 @@ class TunnelProperties(Properties):
         """Property flags followed by the present properties."""
         flags = 0
         parts: list[bytes] = [b""]  # parts[0] becomes the flag word
-        append = parts.append
         present = self.__dict__  # only the properties that are not None (see __init__)
         try:
             if "headers" in present:
                 value = present["headers"]
                 flags |= 0x8000
-                append(encode_table(value, "headers"))
+                parts.append(encode_table(value, "headers"))
             if "proxy_name" in present:
                 value = present["proxy_name"]
                 flags |= 0x4000
@@ -762,8 +758,8 @@ class TunnelProperties(Properties):
                     raw = value.encode()
                 except UnicodeEncodeError:
                     raw = value.encode("utf-8", "surrogateescape")
-                append(OCTETS[len(raw)])
-                append(raw)
+                parts.append(OCTETS[len(raw)])
+                parts.append(raw)
             if "data_name" in present:
                 value = present["data_name"]
                 flags |= 0x2000
@@ -771,16 +767,16 @@ class TunnelProperties(Properties):
                     raw = value.encode()
                 except UnicodeEncodeError:
                     raw = value.encode("utf-8", "surrogateescape")
-                append(OCTETS[len(raw)])
-                append(raw)
+                parts.append(OCTETS[len(raw)])
+                parts.append(raw)
             if "durable" in present:
                 value = present["durable"]
                 flags |= 0x1000
-                append(_PACK_B(value))
+                parts.append(_PACK_B(value))
             if "broadcast" in present:
                 value = present["broadcast"]
                 flags |= 0x0800
-                append(_PACK_B(value))
+                parts.append(_PACK_B(value))
         except AMQPEncodeError:
             raise
         except _VALUE_ERRORS:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from struct import Struct
-from typing import Any
+from typing import Any, Final
 
 from amqp_codec.base import Method, Properties, writable_twin
 from amqp_codec.errors import FrameSyntaxError
@@ -23,79 +23,130 @@ from .properties import BasicProperties
 
 __all__ = ["METHOD_DECODERS", "PROPERTY_DECODERS"]
 
-_new = object.__new__
-_UNPACK_B = Struct(">B").unpack_from
-_UNPACK_BB = Struct(">BB").unpack_from
-_UNPACK_H = Struct(">H").unpack_from
-_UNPACK_HH = Struct(">HH").unpack_from
-_UNPACK_HHB = Struct(">HHB").unpack_from
-_UNPACK_HHBB = Struct(">HHBB").unpack_from
-_UNPACK_HHH = Struct(">HHH").unpack_from
-_UNPACK_HHHIH = Struct(">HHHIH").unpack_from
-_UNPACK_HHI = Struct(">HHI").unpack_from
-_UNPACK_HHIHB = Struct(">HHIHB").unpack_from
-_UNPACK_HHQB = Struct(">HHQB").unpack_from
-_UNPACK_HIH = Struct(">HIH").unpack_from
-_UNPACK_I = Struct(">I").unpack_from
-_UNPACK_IHB = Struct(">IHB").unpack_from
-_UNPACK_II = Struct(">II").unpack_from
-_UNPACK_QB = Struct(">QB").unpack_from
-_UNPACK_I = Struct(">I").unpack_from
-_UNPACK_Q = Struct(">Q").unpack_from
+# Module globals are Final: a compiled build (see amqp_codec._compiled) reads them as C statics.
+_new: Final = object.__new__
+# Long-string sizes as ints: a compiled build works on native ints from them.
+_UNPACK_I: Final[Callable[[bytes, int], tuple[int]]] = Struct(">I").unpack_from
+_UNPACK_B: Final = Struct(">B").unpack_from
+_UNPACK_BB: Final = Struct(">BB").unpack_from
+_UNPACK_H: Final = Struct(">H").unpack_from
+_UNPACK_HH: Final = Struct(">HH").unpack_from
+_UNPACK_HHB: Final = Struct(">HHB").unpack_from
+_UNPACK_HHBB: Final = Struct(">HHBB").unpack_from
+_UNPACK_HHH: Final = Struct(">HHH").unpack_from
+_UNPACK_HHHIH: Final = Struct(">HHHIH").unpack_from
+_UNPACK_HHI: Final = Struct(">HHI").unpack_from
+_UNPACK_HHIHB: Final = Struct(">HHIHB").unpack_from
+_UNPACK_HHQB: Final = Struct(">HHQB").unpack_from
+_UNPACK_HIH: Final = Struct(">HIH").unpack_from
+_UNPACK_IHB: Final = Struct(">IHB").unpack_from
+_UNPACK_II: Final = Struct(">II").unpack_from
+_UNPACK_QB: Final = Struct(">QB").unpack_from
+_UNPACK_Q: Final = Struct(">Q").unpack_from
 
 # A decoder fills a writable twin of the method class (same base, same slots) with plain
 # attribute stores, then gives the object its frozen class: a __class__ assignment between
 # layout-identical classes. That costs half as much as the frozen class's slot setters.
-_ConnectionStart: Any = writable_twin(Connection.Start)
-_ConnectionStartOk: Any = writable_twin(Connection.StartOk)
-_ConnectionSecure: Any = writable_twin(Connection.Secure)
-_ConnectionSecureOk: Any = writable_twin(Connection.SecureOk)
-_ConnectionTune: Any = writable_twin(Connection.Tune)
-_ConnectionTuneOk: Any = writable_twin(Connection.TuneOk)
-_ConnectionOpen: Any = writable_twin(Connection.Open)
-_ConnectionOpenOk: Any = writable_twin(Connection.OpenOk)
-_ConnectionClose: Any = writable_twin(Connection.Close)
-_ConnectionBlocked: Any = writable_twin(Connection.Blocked)
-_ConnectionUpdateSecret: Any = writable_twin(Connection.UpdateSecret)
-_ChannelOpen: Any = writable_twin(Channel.Open)
-_ChannelOpenOk: Any = writable_twin(Channel.OpenOk)
-_ChannelFlow: Any = writable_twin(Channel.Flow)
-_ChannelFlowOk: Any = writable_twin(Channel.FlowOk)
-_ChannelClose: Any = writable_twin(Channel.Close)
-_AccessRequest: Any = writable_twin(Access.Request)
-_AccessRequestOk: Any = writable_twin(Access.RequestOk)
-_ExchangeDeclare: Any = writable_twin(Exchange.Declare)
-_ExchangeDelete: Any = writable_twin(Exchange.Delete)
-_ExchangeBind: Any = writable_twin(Exchange.Bind)
-_ExchangeUnbind: Any = writable_twin(Exchange.Unbind)
-_QueueDeclare: Any = writable_twin(Queue.Declare)
-_QueueDeclareOk: Any = writable_twin(Queue.DeclareOk)
-_QueueBind: Any = writable_twin(Queue.Bind)
-_QueueUnbind: Any = writable_twin(Queue.Unbind)
-_QueuePurge: Any = writable_twin(Queue.Purge)
-_QueuePurgeOk: Any = writable_twin(Queue.PurgeOk)
-_QueueDelete: Any = writable_twin(Queue.Delete)
-_QueueDeleteOk: Any = writable_twin(Queue.DeleteOk)
-_BasicQos: Any = writable_twin(Basic.Qos)
-_BasicConsume: Any = writable_twin(Basic.Consume)
-_BasicConsumeOk: Any = writable_twin(Basic.ConsumeOk)
-_BasicCancel: Any = writable_twin(Basic.Cancel)
-_BasicCancelOk: Any = writable_twin(Basic.CancelOk)
-_BasicPublish: Any = writable_twin(Basic.Publish)
-_BasicReturn: Any = writable_twin(Basic.Return)
-_BasicDeliver: Any = writable_twin(Basic.Deliver)
-_BasicGet: Any = writable_twin(Basic.Get)
-_BasicGetOk: Any = writable_twin(Basic.GetOk)
-_BasicGetEmpty: Any = writable_twin(Basic.GetEmpty)
-_BasicAck: Any = writable_twin(Basic.Ack)
-_BasicReject: Any = writable_twin(Basic.Reject)
-_BasicRecoverAsync: Any = writable_twin(Basic.RecoverAsync)
-_BasicRecover: Any = writable_twin(Basic.Recover)
-_BasicNack: Any = writable_twin(Basic.Nack)
-_ConfirmSelect: Any = writable_twin(Confirm.Select)
+_ConnectionStart: Final[Any] = writable_twin(Connection.Start)
+_ConnectionStartOk: Final[Any] = writable_twin(Connection.StartOk)
+_ConnectionSecure: Final[Any] = writable_twin(Connection.Secure)
+_ConnectionSecureOk: Final[Any] = writable_twin(Connection.SecureOk)
+_ConnectionTune: Final[Any] = writable_twin(Connection.Tune)
+_ConnectionTuneOk: Final[Any] = writable_twin(Connection.TuneOk)
+_ConnectionOpen: Final[Any] = writable_twin(Connection.Open)
+_ConnectionOpenOk: Final[Any] = writable_twin(Connection.OpenOk)
+_ConnectionClose: Final[Any] = writable_twin(Connection.Close)
+_ConnectionBlocked: Final[Any] = writable_twin(Connection.Blocked)
+_ConnectionUpdateSecret: Final[Any] = writable_twin(Connection.UpdateSecret)
+_ChannelOpen: Final[Any] = writable_twin(Channel.Open)
+_ChannelOpenOk: Final[Any] = writable_twin(Channel.OpenOk)
+_ChannelFlow: Final[Any] = writable_twin(Channel.Flow)
+_ChannelFlowOk: Final[Any] = writable_twin(Channel.FlowOk)
+_ChannelClose: Final[Any] = writable_twin(Channel.Close)
+_AccessRequest: Final[Any] = writable_twin(Access.Request)
+_AccessRequestOk: Final[Any] = writable_twin(Access.RequestOk)
+_ExchangeDeclare: Final[Any] = writable_twin(Exchange.Declare)
+_ExchangeDelete: Final[Any] = writable_twin(Exchange.Delete)
+_ExchangeBind: Final[Any] = writable_twin(Exchange.Bind)
+_ExchangeUnbind: Final[Any] = writable_twin(Exchange.Unbind)
+_QueueDeclare: Final[Any] = writable_twin(Queue.Declare)
+_QueueDeclareOk: Final[Any] = writable_twin(Queue.DeclareOk)
+_QueueBind: Final[Any] = writable_twin(Queue.Bind)
+_QueueUnbind: Final[Any] = writable_twin(Queue.Unbind)
+_QueuePurge: Final[Any] = writable_twin(Queue.Purge)
+_QueuePurgeOk: Final[Any] = writable_twin(Queue.PurgeOk)
+_QueueDelete: Final[Any] = writable_twin(Queue.Delete)
+_QueueDeleteOk: Final[Any] = writable_twin(Queue.DeleteOk)
+_BasicQos: Final[Any] = writable_twin(Basic.Qos)
+_BasicConsume: Final[Any] = writable_twin(Basic.Consume)
+_BasicConsumeOk: Final[Any] = writable_twin(Basic.ConsumeOk)
+_BasicCancel: Final[Any] = writable_twin(Basic.Cancel)
+_BasicCancelOk: Final[Any] = writable_twin(Basic.CancelOk)
+_BasicPublish: Final[Any] = writable_twin(Basic.Publish)
+_BasicReturn: Final[Any] = writable_twin(Basic.Return)
+_BasicDeliver: Final[Any] = writable_twin(Basic.Deliver)
+_BasicGet: Final[Any] = writable_twin(Basic.Get)
+_BasicGetOk: Final[Any] = writable_twin(Basic.GetOk)
+_BasicGetEmpty: Final[Any] = writable_twin(Basic.GetEmpty)
+_BasicAck: Final[Any] = writable_twin(Basic.Ack)
+_BasicReject: Final[Any] = writable_twin(Basic.Reject)
+_BasicRecoverAsync: Final[Any] = writable_twin(Basic.RecoverAsync)
+_BasicRecover: Final[Any] = writable_twin(Basic.Recover)
+_BasicNack: Final[Any] = writable_twin(Basic.Nack)
+_ConfirmSelect: Final[Any] = writable_twin(Confirm.Select)
+_Timestamp: Final = Timestamp
+# The frozen classes themselves, one global load each where they are given.
+_ConnectionStartClass: Final = Connection.Start
+_ConnectionStartOkClass: Final = Connection.StartOk
+_ConnectionSecureClass: Final = Connection.Secure
+_ConnectionSecureOkClass: Final = Connection.SecureOk
+_ConnectionTuneClass: Final = Connection.Tune
+_ConnectionTuneOkClass: Final = Connection.TuneOk
+_ConnectionOpenClass: Final = Connection.Open
+_ConnectionOpenOkClass: Final = Connection.OpenOk
+_ConnectionCloseClass: Final = Connection.Close
+_ConnectionBlockedClass: Final = Connection.Blocked
+_ConnectionUpdateSecretClass: Final = Connection.UpdateSecret
+_ChannelOpenClass: Final = Channel.Open
+_ChannelOpenOkClass: Final = Channel.OpenOk
+_ChannelFlowClass: Final = Channel.Flow
+_ChannelFlowOkClass: Final = Channel.FlowOk
+_ChannelCloseClass: Final = Channel.Close
+_AccessRequestClass: Final = Access.Request
+_AccessRequestOkClass: Final = Access.RequestOk
+_ExchangeDeclareClass: Final = Exchange.Declare
+_ExchangeDeleteClass: Final = Exchange.Delete
+_ExchangeBindClass: Final = Exchange.Bind
+_ExchangeUnbindClass: Final = Exchange.Unbind
+_QueueDeclareClass: Final = Queue.Declare
+_QueueDeclareOkClass: Final = Queue.DeclareOk
+_QueueBindClass: Final = Queue.Bind
+_QueueUnbindClass: Final = Queue.Unbind
+_QueuePurgeClass: Final = Queue.Purge
+_QueuePurgeOkClass: Final = Queue.PurgeOk
+_QueueDeleteClass: Final = Queue.Delete
+_QueueDeleteOkClass: Final = Queue.DeleteOk
+_BasicQosClass: Final = Basic.Qos
+_BasicConsumeClass: Final = Basic.Consume
+_BasicConsumeOkClass: Final = Basic.ConsumeOk
+_BasicCancelClass: Final = Basic.Cancel
+_BasicCancelOkClass: Final = Basic.CancelOk
+_BasicPublishClass: Final = Basic.Publish
+_BasicReturnClass: Final = Basic.Return
+_BasicDeliverClass: Final = Basic.Deliver
+_BasicGetClass: Final = Basic.Get
+_BasicGetOkClass: Final = Basic.GetOk
+_BasicGetEmptyClass: Final = Basic.GetEmpty
+_BasicAckClass: Final = Basic.Ack
+_BasicRejectClass: Final = Basic.Reject
+_BasicRecoverAsyncClass: Final = Basic.RecoverAsync
+_BasicRecoverClass: Final = Basic.Recover
+_BasicNackClass: Final = Basic.Nack
+_ConfirmSelectClass: Final = Confirm.Select
 # Property lists the same way: the twin has an instance dict like the frozen class, and only
 # the properties present are stored in it (absent ones read the class's None).
-_BasicProperties: Any = writable_twin(BasicProperties)
+_BasicProperties: Final[Any] = writable_twin(BasicProperties)
+_BasicPropertiesClass: Final = BasicProperties
 
 
 def _overrun(o: int, end: int) -> FrameSyntaxError:
@@ -127,7 +178,7 @@ def decode_connection_start(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.server_properties = server_properties
     m.mechanisms = mechanisms
     m.locales = locales
-    m.__class__ = Connection.Start
+    m.__class__ = _ConnectionStartClass
     return m  # type: ignore[no-any-return]
 
 
@@ -135,11 +186,12 @@ def decode_connection_start_ok(buf: bytes, o: int, end: int, depth: int) -> Meth
     """Decode the arguments of connection.start-ok."""
     client_properties, o = decode_table(buf, o, end, depth)
     n = buf[o]
+    o += 1
     try:
-        mechanism = buf[o + 1 : o + 1 + n].decode()
+        mechanism = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        mechanism = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        mechanism = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     (n,) = _UNPACK_I(buf, o)
     o += 4
     if o + n > end:
@@ -147,11 +199,12 @@ def decode_connection_start_ok(buf: bytes, o: int, end: int, depth: int) -> Meth
     response = buf[o : o + n]
     o += n
     n = buf[o]
+    o += 1
     try:
-        locale = buf[o + 1 : o + 1 + n].decode()
+        locale = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        locale = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        locale = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _ConnectionStartOk()
@@ -159,7 +212,7 @@ def decode_connection_start_ok(buf: bytes, o: int, end: int, depth: int) -> Meth
     m.mechanism = mechanism
     m.response = response
     m.locale = locale
-    m.__class__ = Connection.StartOk
+    m.__class__ = _ConnectionStartOkClass
     return m  # type: ignore[no-any-return]
 
 
@@ -175,7 +228,7 @@ def decode_connection_secure(buf: bytes, o: int, end: int, depth: int) -> Method
         raise _overrun(o, end)
     m = _ConnectionSecure()
     m.challenge = challenge
-    m.__class__ = Connection.Secure
+    m.__class__ = _ConnectionSecureClass
     return m  # type: ignore[no-any-return]
 
 
@@ -191,7 +244,7 @@ def decode_connection_secure_ok(buf: bytes, o: int, end: int, depth: int) -> Met
         raise _overrun(o, end)
     m = _ConnectionSecureOk()
     m.response = response
-    m.__class__ = Connection.SecureOk
+    m.__class__ = _ConnectionSecureOkClass
     return m  # type: ignore[no-any-return]
 
 
@@ -205,7 +258,7 @@ def decode_connection_tune(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.channel_max = channel_max
     m.frame_max = frame_max
     m.heartbeat = heartbeat
-    m.__class__ = Connection.Tune
+    m.__class__ = _ConnectionTuneClass
     return m  # type: ignore[no-any-return]
 
 
@@ -219,52 +272,55 @@ def decode_connection_tune_ok(buf: bytes, o: int, end: int, depth: int) -> Metho
     m.channel_max = channel_max
     m.frame_max = frame_max
     m.heartbeat = heartbeat
-    m.__class__ = Connection.TuneOk
+    m.__class__ = _ConnectionTuneOkClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_connection_open(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of connection.open."""
     n = buf[o]
+    o += 1
     try:
-        virtual_host = buf[o + 1 : o + 1 + n].decode()
+        virtual_host = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        virtual_host = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        virtual_host = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        reserved_1 = buf[o + 1 : o + 1 + n].decode()
+        reserved_1 = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        reserved_1 = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        reserved_1 = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    reserved_2 = (bits0 & 1) != 0
+    reserved_2 = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _ConnectionOpen()
     m.virtual_host = virtual_host
     m.reserved_1 = reserved_1
     m.reserved_2 = reserved_2
-    m.__class__ = Connection.Open
+    m.__class__ = _ConnectionOpenClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_connection_open_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of connection.open-ok."""
     n = buf[o]
+    o += 1
     try:
-        reserved_1 = buf[o + 1 : o + 1 + n].decode()
+        reserved_1 = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        reserved_1 = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        reserved_1 = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _ConnectionOpenOk()
     m.reserved_1 = reserved_1
-    m.__class__ = Connection.OpenOk
+    m.__class__ = _ConnectionOpenOkClass
     return m  # type: ignore[no-any-return]
 
 
@@ -273,11 +329,12 @@ def decode_connection_close(buf: bytes, o: int, end: int, depth: int) -> Method:
     (reply_code,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        reply_text = buf[o + 1 : o + 1 + n].decode()
+        reply_text = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        reply_text = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        reply_text = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     class_id, method_id = _UNPACK_HH(buf, o)
     o += 4
     if o != end:
@@ -287,7 +344,7 @@ def decode_connection_close(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.reply_text = reply_text
     m.class_id = class_id
     m.method_id = method_id
-    m.__class__ = Connection.Close
+    m.__class__ = _ConnectionCloseClass
     return m  # type: ignore[no-any-return]
 
 
@@ -301,16 +358,17 @@ def decode_connection_close_ok(buf: bytes, o: int, end: int, depth: int) -> Meth
 def decode_connection_blocked(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of connection.blocked."""
     n = buf[o]
+    o += 1
     try:
-        reason = buf[o + 1 : o + 1 + n].decode()
+        reason = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        reason = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        reason = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _ConnectionBlocked()
     m.reason = reason
-    m.__class__ = Connection.Blocked
+    m.__class__ = _ConnectionBlockedClass
     return m  # type: ignore[no-any-return]
 
 
@@ -330,17 +388,18 @@ def decode_connection_update_secret(buf: bytes, o: int, end: int, depth: int) ->
     new_secret = buf[o : o + n]
     o += n
     n = buf[o]
+    o += 1
     try:
-        reason = buf[o + 1 : o + 1 + n].decode()
+        reason = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        reason = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        reason = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _ConnectionUpdateSecret()
     m.new_secret = new_secret
     m.reason = reason
-    m.__class__ = Connection.UpdateSecret
+    m.__class__ = _ConnectionUpdateSecretClass
     return m  # type: ignore[no-any-return]
 
 
@@ -354,16 +413,17 @@ def decode_connection_update_secret_ok(buf: bytes, o: int, end: int, depth: int)
 def decode_channel_open(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of channel.open."""
     n = buf[o]
+    o += 1
     try:
-        reserved_1 = buf[o + 1 : o + 1 + n].decode()
+        reserved_1 = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        reserved_1 = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        reserved_1 = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _ChannelOpen()
     m.reserved_1 = reserved_1
-    m.__class__ = Channel.Open
+    m.__class__ = _ChannelOpenClass
     return m  # type: ignore[no-any-return]
 
 
@@ -379,7 +439,7 @@ def decode_channel_open_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
         raise _overrun(o, end)
     m = _ChannelOpenOk()
     m.reserved_1 = reserved_1
-    m.__class__ = Channel.OpenOk
+    m.__class__ = _ChannelOpenOkClass
     return m  # type: ignore[no-any-return]
 
 
@@ -389,12 +449,12 @@ def decode_channel_flow(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    active = (bits0 & 1) != 0
+    active = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _ChannelFlow()
     m.active = active
-    m.__class__ = Channel.Flow
+    m.__class__ = _ChannelFlowClass
     return m  # type: ignore[no-any-return]
 
 
@@ -404,12 +464,12 @@ def decode_channel_flow_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    active = (bits0 & 1) != 0
+    active = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _ChannelFlowOk()
     m.active = active
-    m.__class__ = Channel.FlowOk
+    m.__class__ = _ChannelFlowOkClass
     return m  # type: ignore[no-any-return]
 
 
@@ -418,11 +478,12 @@ def decode_channel_close(buf: bytes, o: int, end: int, depth: int) -> Method:
     (reply_code,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        reply_text = buf[o + 1 : o + 1 + n].decode()
+        reply_text = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        reply_text = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        reply_text = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     class_id, method_id = _UNPACK_HH(buf, o)
     o += 4
     if o != end:
@@ -432,7 +493,7 @@ def decode_channel_close(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.reply_text = reply_text
     m.class_id = class_id
     m.method_id = method_id
-    m.__class__ = Channel.Close
+    m.__class__ = _ChannelCloseClass
     return m  # type: ignore[no-any-return]
 
 
@@ -446,11 +507,12 @@ def decode_channel_close_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
 def decode_access_request(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of access.request."""
     n = buf[o]
+    o += 1
     try:
-        realm = buf[o + 1 : o + 1 + n].decode()
+        realm = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        realm = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        realm = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 31:  # located by diagnose.locate_method_error
@@ -469,7 +531,7 @@ def decode_access_request(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.active = active
     m.write = write
     m.read = read
-    m.__class__ = Access.Request
+    m.__class__ = _AccessRequestClass
     return m  # type: ignore[no-any-return]
 
 
@@ -481,7 +543,7 @@ def decode_access_request_ok(buf: bytes, o: int, end: int, depth: int) -> Method
         raise _overrun(o, end)
     m = _AccessRequestOk()
     m.ticket = ticket
-    m.__class__ = Access.RequestOk
+    m.__class__ = _AccessRequestOkClass
     return m  # type: ignore[no-any-return]
 
 
@@ -490,17 +552,19 @@ def decode_exchange_declare(buf: bytes, o: int, end: int, depth: int) -> Method:
     (reserved_1,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        type = buf[o + 1 : o + 1 + n].decode()
+        type = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        type = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        type = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 31:  # located by diagnose.locate_method_error
@@ -523,7 +587,7 @@ def decode_exchange_declare(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.internal = internal
     m.no_wait = no_wait
     m.arguments = arguments
-    m.__class__ = Exchange.Declare
+    m.__class__ = _ExchangeDeclareClass
     return m  # type: ignore[no-any-return]
 
 
@@ -539,11 +603,12 @@ def decode_exchange_delete(buf: bytes, o: int, end: int, depth: int) -> Method:
     (reserved_1,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 3:  # located by diagnose.locate_method_error
@@ -557,7 +622,7 @@ def decode_exchange_delete(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.exchange = exchange
     m.if_unused = if_unused
     m.no_wait = no_wait
-    m.__class__ = Exchange.Delete
+    m.__class__ = _ExchangeDeleteClass
     return m  # type: ignore[no-any-return]
 
 
@@ -573,28 +638,31 @@ def decode_exchange_bind(buf: bytes, o: int, end: int, depth: int) -> Method:
     (reserved_1,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        destination = buf[o + 1 : o + 1 + n].decode()
+        destination = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        destination = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        destination = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        source = buf[o + 1 : o + 1 + n].decode()
+        source = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        source = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        source = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        routing_key = buf[o + 1 : o + 1 + n].decode()
+        routing_key = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        routing_key = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    no_wait = (bits0 & 1) != 0
+    no_wait = bits0 == 1
     arguments, o = decode_table(buf, o, end, depth)
     if o != end:
         raise _overrun(o, end)
@@ -605,7 +673,7 @@ def decode_exchange_bind(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.routing_key = routing_key
     m.no_wait = no_wait
     m.arguments = arguments
-    m.__class__ = Exchange.Bind
+    m.__class__ = _ExchangeBindClass
     return m  # type: ignore[no-any-return]
 
 
@@ -621,28 +689,31 @@ def decode_exchange_unbind(buf: bytes, o: int, end: int, depth: int) -> Method:
     (reserved_1,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        destination = buf[o + 1 : o + 1 + n].decode()
+        destination = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        destination = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        destination = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        source = buf[o + 1 : o + 1 + n].decode()
+        source = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        source = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        source = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        routing_key = buf[o + 1 : o + 1 + n].decode()
+        routing_key = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        routing_key = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    no_wait = (bits0 & 1) != 0
+    no_wait = bits0 == 1
     arguments, o = decode_table(buf, o, end, depth)
     if o != end:
         raise _overrun(o, end)
@@ -653,7 +724,7 @@ def decode_exchange_unbind(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.routing_key = routing_key
     m.no_wait = no_wait
     m.arguments = arguments
-    m.__class__ = Exchange.Unbind
+    m.__class__ = _ExchangeUnbindClass
     return m  # type: ignore[no-any-return]
 
 
@@ -669,11 +740,12 @@ def decode_queue_declare(buf: bytes, o: int, end: int, depth: int) -> Method:
     (reserved_1,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        queue = buf[o + 1 : o + 1 + n].decode()
+        queue = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        queue = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 31:  # located by diagnose.locate_method_error
@@ -695,18 +767,19 @@ def decode_queue_declare(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.auto_delete = auto_delete
     m.no_wait = no_wait
     m.arguments = arguments
-    m.__class__ = Queue.Declare
+    m.__class__ = _QueueDeclareClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_queue_declare_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of queue.declare-ok."""
     n = buf[o]
+    o += 1
     try:
-        queue = buf[o + 1 : o + 1 + n].decode()
+        queue = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        queue = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     message_count, consumer_count = _UNPACK_II(buf, o)
     o += 8
     if o != end:
@@ -715,7 +788,7 @@ def decode_queue_declare_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.queue = queue
     m.message_count = message_count
     m.consumer_count = consumer_count
-    m.__class__ = Queue.DeclareOk
+    m.__class__ = _QueueDeclareOkClass
     return m  # type: ignore[no-any-return]
 
 
@@ -724,28 +797,31 @@ def decode_queue_bind(buf: bytes, o: int, end: int, depth: int) -> Method:
     (reserved_1,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        queue = buf[o + 1 : o + 1 + n].decode()
+        queue = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        queue = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        routing_key = buf[o + 1 : o + 1 + n].decode()
+        routing_key = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        routing_key = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    no_wait = (bits0 & 1) != 0
+    no_wait = bits0 == 1
     arguments, o = decode_table(buf, o, end, depth)
     if o != end:
         raise _overrun(o, end)
@@ -756,7 +832,7 @@ def decode_queue_bind(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.routing_key = routing_key
     m.no_wait = no_wait
     m.arguments = arguments
-    m.__class__ = Queue.Bind
+    m.__class__ = _QueueBindClass
     return m  # type: ignore[no-any-return]
 
 
@@ -772,23 +848,26 @@ def decode_queue_unbind(buf: bytes, o: int, end: int, depth: int) -> Method:
     (reserved_1,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        queue = buf[o + 1 : o + 1 + n].decode()
+        queue = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        queue = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        routing_key = buf[o + 1 : o + 1 + n].decode()
+        routing_key = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        routing_key = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     arguments, o = decode_table(buf, o, end, depth)
     if o != end:
         raise _overrun(o, end)
@@ -798,7 +877,7 @@ def decode_queue_unbind(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.exchange = exchange
     m.routing_key = routing_key
     m.arguments = arguments
-    m.__class__ = Queue.Unbind
+    m.__class__ = _QueueUnbindClass
     return m  # type: ignore[no-any-return]
 
 
@@ -814,23 +893,24 @@ def decode_queue_purge(buf: bytes, o: int, end: int, depth: int) -> Method:
     (reserved_1,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        queue = buf[o + 1 : o + 1 + n].decode()
+        queue = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        queue = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    no_wait = (bits0 & 1) != 0
+    no_wait = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _QueuePurge()
     m.reserved_1 = reserved_1
     m.queue = queue
     m.no_wait = no_wait
-    m.__class__ = Queue.Purge
+    m.__class__ = _QueuePurgeClass
     return m  # type: ignore[no-any-return]
 
 
@@ -842,7 +922,7 @@ def decode_queue_purge_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
         raise _overrun(o, end)
     m = _QueuePurgeOk()
     m.message_count = message_count
-    m.__class__ = Queue.PurgeOk
+    m.__class__ = _QueuePurgeOkClass
     return m  # type: ignore[no-any-return]
 
 
@@ -851,11 +931,12 @@ def decode_queue_delete(buf: bytes, o: int, end: int, depth: int) -> Method:
     (reserved_1,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        queue = buf[o + 1 : o + 1 + n].decode()
+        queue = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        queue = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 7:  # located by diagnose.locate_method_error
@@ -871,7 +952,7 @@ def decode_queue_delete(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.if_unused = if_unused
     m.if_empty = if_empty
     m.no_wait = no_wait
-    m.__class__ = Queue.Delete
+    m.__class__ = _QueueDeleteClass
     return m  # type: ignore[no-any-return]
 
 
@@ -883,24 +964,25 @@ def decode_queue_delete_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
         raise _overrun(o, end)
     m = _QueueDeleteOk()
     m.message_count = message_count
-    m.__class__ = Queue.DeleteOk
+    m.__class__ = _QueueDeleteOkClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_basic_qos(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.qos."""
+    bits0: int  # compared and masked: a native int in a compiled build
     prefetch_size, prefetch_count, bits0 = _UNPACK_IHB(buf, o)
     o += 7
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    global_ = (bits0 & 1) != 0
+    global_ = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _BasicQos()
     m.prefetch_size = prefetch_size
     m.prefetch_count = prefetch_count
     m.global_ = global_
-    m.__class__ = Basic.Qos
+    m.__class__ = _BasicQosClass
     return m  # type: ignore[no-any-return]
 
 
@@ -916,17 +998,19 @@ def decode_basic_consume(buf: bytes, o: int, end: int, depth: int) -> Method:
     (reserved_1,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        queue = buf[o + 1 : o + 1 + n].decode()
+        queue = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        queue = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+        consumer_tag = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 15:  # located by diagnose.locate_method_error
@@ -947,61 +1031,64 @@ def decode_basic_consume(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.exclusive = exclusive
     m.no_wait = no_wait
     m.arguments = arguments
-    m.__class__ = Basic.Consume
+    m.__class__ = _BasicConsumeClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_basic_consume_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.consume-ok."""
     n = buf[o]
+    o += 1
     try:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+        consumer_tag = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _BasicConsumeOk()
     m.consumer_tag = consumer_tag
-    m.__class__ = Basic.ConsumeOk
+    m.__class__ = _BasicConsumeOkClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_basic_cancel(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.cancel."""
     n = buf[o]
+    o += 1
     try:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+        consumer_tag = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    no_wait = (bits0 & 1) != 0
+    no_wait = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _BasicCancel()
     m.consumer_tag = consumer_tag
     m.no_wait = no_wait
-    m.__class__ = Basic.Cancel
+    m.__class__ = _BasicCancelClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_basic_cancel_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.cancel-ok."""
     n = buf[o]
+    o += 1
     try:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+        consumer_tag = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _BasicCancelOk()
     m.consumer_tag = consumer_tag
-    m.__class__ = Basic.CancelOk
+    m.__class__ = _BasicCancelOkClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1010,17 +1097,19 @@ def decode_basic_publish(buf: bytes, o: int, end: int, depth: int) -> Method:
     (reserved_1,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        routing_key = buf[o + 1 : o + 1 + n].decode()
+        routing_key = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        routing_key = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 3:  # located by diagnose.locate_method_error
@@ -1035,7 +1124,7 @@ def decode_basic_publish(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.routing_key = routing_key
     m.mandatory = mandatory
     m.immediate = immediate
-    m.__class__ = Basic.Publish
+    m.__class__ = _BasicPublishClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1044,23 +1133,26 @@ def decode_basic_return_(buf: bytes, o: int, end: int, depth: int) -> Method:
     (reply_code,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        reply_text = buf[o + 1 : o + 1 + n].decode()
+        reply_text = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        reply_text = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        reply_text = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        routing_key = buf[o + 1 : o + 1 + n].decode()
+        routing_key = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        routing_key = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _BasicReturn()
@@ -1068,35 +1160,39 @@ def decode_basic_return_(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.reply_text = reply_text
     m.exchange = exchange
     m.routing_key = routing_key
-    m.__class__ = Basic.Return
+    m.__class__ = _BasicReturnClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_basic_deliver(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.deliver."""
     n = buf[o]
+    o += 1
     try:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode()
+        consumer_tag = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        consumer_tag = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        consumer_tag = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
+    bits0: int  # compared and masked: a native int in a compiled build
     delivery_tag, bits0 = _UNPACK_QB(buf, o)
     o += 9
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    redelivered = (bits0 & 1) != 0
+    redelivered = bits0 == 1
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        routing_key = buf[o + 1 : o + 1 + n].decode()
+        routing_key = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        routing_key = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _BasicDeliver()
@@ -1105,7 +1201,7 @@ def decode_basic_deliver(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.redelivered = redelivered
     m.exchange = exchange
     m.routing_key = routing_key
-    m.__class__ = Basic.Deliver
+    m.__class__ = _BasicDeliverClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1114,45 +1210,49 @@ def decode_basic_get(buf: bytes, o: int, end: int, depth: int) -> Method:
     (reserved_1,) = _UNPACK_H(buf, o)
     o += 2
     n = buf[o]
+    o += 1
     try:
-        queue = buf[o + 1 : o + 1 + n].decode()
+        queue = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        queue = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        queue = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     bits0 = buf[o]
     o += 1
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    no_ack = (bits0 & 1) != 0
+    no_ack = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _BasicGet()
     m.reserved_1 = reserved_1
     m.queue = queue
     m.no_ack = no_ack
-    m.__class__ = Basic.Get
+    m.__class__ = _BasicGetClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_basic_get_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.get-ok."""
+    bits0: int  # compared and masked: a native int in a compiled build
     delivery_tag, bits0 = _UNPACK_QB(buf, o)
     o += 9
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    redelivered = (bits0 & 1) != 0
+    redelivered = bits0 == 1
     n = buf[o]
+    o += 1
     try:
-        exchange = buf[o + 1 : o + 1 + n].decode()
+        exchange = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        exchange = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        exchange = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     n = buf[o]
+    o += 1
     try:
-        routing_key = buf[o + 1 : o + 1 + n].decode()
+        routing_key = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        routing_key = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        routing_key = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     (message_count,) = _UNPACK_I(buf, o)
     o += 4
     if o != end:
@@ -1163,55 +1263,58 @@ def decode_basic_get_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.exchange = exchange
     m.routing_key = routing_key
     m.message_count = message_count
-    m.__class__ = Basic.GetOk
+    m.__class__ = _BasicGetOkClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_basic_get_empty(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.get-empty."""
     n = buf[o]
+    o += 1
     try:
-        reserved_1 = buf[o + 1 : o + 1 + n].decode()
+        reserved_1 = buf[o : o + n].decode()
     except UnicodeDecodeError:
-        reserved_1 = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-    o += 1 + n
+        reserved_1 = buf[o : o + n].decode("utf-8", "surrogateescape")
+    o += n
     if o != end:
         raise _overrun(o, end)
     m = _BasicGetEmpty()
     m.reserved_1 = reserved_1
-    m.__class__ = Basic.GetEmpty
+    m.__class__ = _BasicGetEmptyClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_basic_ack(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.ack."""
+    bits0: int  # compared and masked: a native int in a compiled build
     delivery_tag, bits0 = _UNPACK_QB(buf, o)
     o += 9
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    multiple = (bits0 & 1) != 0
+    multiple = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _BasicAck()
     m.delivery_tag = delivery_tag
     m.multiple = multiple
-    m.__class__ = Basic.Ack
+    m.__class__ = _BasicAckClass
     return m  # type: ignore[no-any-return]
 
 
 def decode_basic_reject(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.reject."""
+    bits0: int  # compared and masked: a native int in a compiled build
     delivery_tag, bits0 = _UNPACK_QB(buf, o)
     o += 9
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    requeue = (bits0 & 1) != 0
+    requeue = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _BasicReject()
     m.delivery_tag = delivery_tag
     m.requeue = requeue
-    m.__class__ = Basic.Reject
+    m.__class__ = _BasicRejectClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1221,12 +1324,12 @@ def decode_basic_recover_async(buf: bytes, o: int, end: int, depth: int) -> Meth
     o += 1
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    requeue = (bits0 & 1) != 0
+    requeue = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _BasicRecoverAsync()
     m.requeue = requeue
-    m.__class__ = Basic.RecoverAsync
+    m.__class__ = _BasicRecoverAsyncClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1236,12 +1339,12 @@ def decode_basic_recover(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    requeue = (bits0 & 1) != 0
+    requeue = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _BasicRecover()
     m.requeue = requeue
-    m.__class__ = Basic.Recover
+    m.__class__ = _BasicRecoverClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1254,6 +1357,7 @@ def decode_basic_recover_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
 
 def decode_basic_nack(buf: bytes, o: int, end: int, depth: int) -> Method:
     """Decode the arguments of basic.nack."""
+    bits0: int  # compared and masked: a native int in a compiled build
     delivery_tag, bits0 = _UNPACK_QB(buf, o)
     o += 9
     if bits0 > 3:  # located by diagnose.locate_method_error
@@ -1266,7 +1370,7 @@ def decode_basic_nack(buf: bytes, o: int, end: int, depth: int) -> Method:
     m.delivery_tag = delivery_tag
     m.multiple = multiple
     m.requeue = requeue
-    m.__class__ = Basic.Nack
+    m.__class__ = _BasicNackClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1276,12 +1380,12 @@ def decode_confirm_select(buf: bytes, o: int, end: int, depth: int) -> Method:
     o += 1
     if bits0 > 1:  # located by diagnose.locate_method_error
         raise FrameSyntaxError("a bit octet sets bits no field uses")
-    nowait = (bits0 & 1) != 0
+    nowait = bits0 == 1
     if o != end:
         raise _overrun(o, end)
     m = _ConfirmSelect()
     m.nowait = nowait
-    m.__class__ = Confirm.Select
+    m.__class__ = _ConfirmSelectClass
     return m  # type: ignore[no-any-return]
 
 
@@ -1336,25 +1440,27 @@ def decode_tx_rollback_ok(buf: bytes, o: int, end: int, depth: int) -> Method:
 
 def decode_basic_properties(buf: bytes, o: int, end: int, depth: int) -> Properties:
     """Decode a basic property list (flag word, then the present properties)."""
-    (flags,) = _UNPACK_H(buf, o)
+    flags: int = _UNPACK_H(buf, o)[0]
     o += 2
     if flags & 0x0003:
         raise FrameSyntaxError(f"property flags 0x{flags:04x} set bits no basic property uses")
     props = _BasicProperties()
     if flags & 0x8000:
         n = buf[o]
+        o += 1
         try:
-            props.content_type = buf[o + 1 : o + 1 + n].decode()
+            props.content_type = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.content_type = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.content_type = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if flags & 0x4000:
         n = buf[o]
+        o += 1
         try:
-            props.content_encoding = buf[o + 1 : o + 1 + n].decode()
+            props.content_encoding = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.content_encoding = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.content_encoding = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if flags & 0x2000:
         props.headers, o = decode_table(buf, o, end, depth)
     if flags & 0x1000:
@@ -1365,66 +1471,74 @@ def decode_basic_properties(buf: bytes, o: int, end: int, depth: int) -> Propert
         o += 1
     if flags & 0x0400:
         n = buf[o]
+        o += 1
         try:
-            props.correlation_id = buf[o + 1 : o + 1 + n].decode()
+            props.correlation_id = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.correlation_id = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.correlation_id = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if flags & 0x0200:
         n = buf[o]
+        o += 1
         try:
-            props.reply_to = buf[o + 1 : o + 1 + n].decode()
+            props.reply_to = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.reply_to = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.reply_to = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if flags & 0x0100:
         n = buf[o]
+        o += 1
         try:
-            props.expiration = buf[o + 1 : o + 1 + n].decode()
+            props.expiration = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.expiration = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.expiration = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if flags & 0x0080:
         n = buf[o]
+        o += 1
         try:
-            props.message_id = buf[o + 1 : o + 1 + n].decode()
+            props.message_id = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.message_id = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.message_id = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if flags & 0x0040:
-        props.timestamp = Timestamp(_UNPACK_Q(buf, o)[0])
+        props.timestamp = _Timestamp(_UNPACK_Q(buf, o)[0])
         o += 8
     if flags & 0x0020:
         n = buf[o]
+        o += 1
         try:
-            props.type = buf[o + 1 : o + 1 + n].decode()
+            props.type = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.type = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.type = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if flags & 0x0010:
         n = buf[o]
+        o += 1
         try:
-            props.user_id = buf[o + 1 : o + 1 + n].decode()
+            props.user_id = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.user_id = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.user_id = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if flags & 0x0008:
         n = buf[o]
+        o += 1
         try:
-            props.app_id = buf[o + 1 : o + 1 + n].decode()
+            props.app_id = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.app_id = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.app_id = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if flags & 0x0004:
         n = buf[o]
+        o += 1
         try:
-            props.cluster_id = buf[o + 1 : o + 1 + n].decode()
+            props.cluster_id = buf[o : o + n].decode()
         except UnicodeDecodeError:
-            props.cluster_id = buf[o + 1 : o + 1 + n].decode("utf-8", "surrogateescape")
-        o += 1 + n
+            props.cluster_id = buf[o : o + n].decode("utf-8", "surrogateescape")
+        o += n
     if o != end:
         raise _overrun(o, end)
-    props.__class__ = BasicProperties
+    props.__class__ = _BasicPropertiesClass
     return props  # type: ignore[no-any-return]
 
 

@@ -224,7 +224,6 @@ class BasicProperties(Properties):
         """Property flags followed by the present properties."""
         flags = 0
         parts: list[bytes] = [b""]  # parts[0] becomes the flag word
-        append = parts.append
         present = self.__dict__  # only the properties that are not None (see __init__)
         try:
             if "content_type" in present:
@@ -234,8 +233,8 @@ class BasicProperties(Properties):
                     raw = value.encode()
                 except UnicodeEncodeError:
                     raw = value.encode("utf-8", "surrogateescape")
-                append(OCTETS[len(raw)])
-                append(raw)
+                parts.append(OCTETS[len(raw)])
+                parts.append(raw)
             if "content_encoding" in present:
                 value = present["content_encoding"]
                 flags |= 0x4000
@@ -243,20 +242,20 @@ class BasicProperties(Properties):
                     raw = value.encode()
                 except UnicodeEncodeError:
                     raw = value.encode("utf-8", "surrogateescape")
-                append(OCTETS[len(raw)])
-                append(raw)
+                parts.append(OCTETS[len(raw)])
+                parts.append(raw)
             if "headers" in present:
                 value = present["headers"]
                 flags |= 0x2000
-                append(encode_table(value, "headers"))
+                parts.append(encode_table(value, "headers"))
             if "delivery_mode" in present:
                 value = present["delivery_mode"]
                 flags |= 0x1000
-                append(_PACK_B(value))
+                parts.append(_PACK_B(value))
             if "priority" in present:
                 value = present["priority"]
                 flags |= 0x0800
-                append(_PACK_B(value))
+                parts.append(_PACK_B(value))
             if "correlation_id" in present:
                 value = present["correlation_id"]
                 flags |= 0x0400
@@ -264,8 +263,8 @@ class BasicProperties(Properties):
                     raw = value.encode()
                 except UnicodeEncodeError:
                     raw = value.encode("utf-8", "surrogateescape")
-                append(OCTETS[len(raw)])
-                append(raw)
+                parts.append(OCTETS[len(raw)])
+                parts.append(raw)
             if "reply_to" in present:
                 value = present["reply_to"]
                 flags |= 0x0200
@@ -273,8 +272,8 @@ class BasicProperties(Properties):
                     raw = value.encode()
                 except UnicodeEncodeError:
                     raw = value.encode("utf-8", "surrogateescape")
-                append(OCTETS[len(raw)])
-                append(raw)
+                parts.append(OCTETS[len(raw)])
+                parts.append(raw)
             if "expiration" in present:
                 value = present["expiration"]
                 flags |= 0x0100
@@ -282,8 +281,8 @@ class BasicProperties(Properties):
                     raw = value.encode()
                 except UnicodeEncodeError:
                     raw = value.encode("utf-8", "surrogateescape")
-                append(OCTETS[len(raw)])
-                append(raw)
+                parts.append(OCTETS[len(raw)])
+                parts.append(raw)
             if "message_id" in present:
                 value = present["message_id"]
                 flags |= 0x0080
@@ -291,12 +290,12 @@ class BasicProperties(Properties):
                     raw = value.encode()
                 except UnicodeEncodeError:
                     raw = value.encode("utf-8", "surrogateescape")
-                append(OCTETS[len(raw)])
-                append(raw)
+                parts.append(OCTETS[len(raw)])
+                parts.append(raw)
             if "timestamp" in present:
                 value = present["timestamp"]
                 flags |= 0x0040
-                append(_PACK_Q(value))
+                parts.append(_PACK_Q(value))
             if "type" in present:
                 value = present["type"]
                 flags |= 0x0020
@@ -304,8 +303,8 @@ class BasicProperties(Properties):
                     raw = value.encode()
                 except UnicodeEncodeError:
                     raw = value.encode("utf-8", "surrogateescape")
-                append(OCTETS[len(raw)])
-                append(raw)
+                parts.append(OCTETS[len(raw)])
+                parts.append(raw)
             if "user_id" in present:
                 value = present["user_id"]
                 flags |= 0x0010
@@ -313,8 +312,8 @@ class BasicProperties(Properties):
                     raw = value.encode()
                 except UnicodeEncodeError:
                     raw = value.encode("utf-8", "surrogateescape")
-                append(OCTETS[len(raw)])
-                append(raw)
+                parts.append(OCTETS[len(raw)])
+                parts.append(raw)
             if "app_id" in present:
                 value = present["app_id"]
                 flags |= 0x0008
@@ -322,8 +321,8 @@ class BasicProperties(Properties):
                     raw = value.encode()
                 except UnicodeEncodeError:
                     raw = value.encode("utf-8", "surrogateescape")
-                append(OCTETS[len(raw)])
-                append(raw)
+                parts.append(OCTETS[len(raw)])
+                parts.append(raw)
             if "cluster_id" in present:
                 value = present["cluster_id"]
                 flags |= 0x0004
@@ -331,8 +330,8 @@ class BasicProperties(Properties):
                     raw = value.encode()
                 except UnicodeEncodeError:
                     raw = value.encode("utf-8", "surrogateescape")
-                append(OCTETS[len(raw)])
-                append(raw)
+                parts.append(OCTETS[len(raw)])
+                parts.append(raw)
         except AMQPEncodeError:
             raise
         except _VALUE_ERRORS:
