@@ -812,3 +812,15 @@ def test_summary_orders_ties_and_missing_values_as_spark_sql(spark: Any, tmp_pat
         "exchange": "sizeless",
         "counts": {r: 0 for r in by_bytes[-1]["counts"]},
     }
+
+
+def test_the_report_read_by_spark_or_by_the_driver_is_the_same(
+    spark: Any, analysis: Analysis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Small tables are read by the driver (tops.DRIVER_BYTES); with no such allowance the
+    same figures come from the Spark jobs."""
+    from amqp_codec.analyze import tops
+
+    here = summarize(spark, str(analysis.out))
+    monkeypatch.setattr(tops, "DRIVER_BYTES", -1)
+    assert summarize(spark, str(analysis.out)) == here

@@ -18,7 +18,10 @@ How the figures are computed, and why so:
   query before the report, and the first one pays for loading and compiling Spark SQL's
   machinery (with the quick JIT this job's driver runs): that, not the scanning, was most of
   the former dozen queries' cost. The Python workers, on the other hand, are already warm
-  from the second pass, and Arrow groups a batch faster than a query is planned.
+  from the second pass, and Arrow groups a batch faster than a query is planned. Tables of
+  at most :data:`~amqp_codec.analyze.tops.DRIVER_BYTES` (Parquet bytes) are read by the
+  driver itself with the same functions, in one partition: for them, starting the two
+  jobs' tasks and shuffle cost more than the reading.
 * **Bounded figures** (rows per table, messages per role, the method mix, reply codes, the
   time span, per capture file figures, problems per kind, the first problems listed, and
   the fifteen largest distinct messages' sizes) come from a
@@ -56,7 +59,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import charts
 from .tally import MESSAGE_KEYS, PROBLEM_COLUMNS, PROBLEMS_LISTED, Tally
-from .tops import TOP, Tops, role_counts, shares, table_files, top_figures
+from .tops import TOP, Tops, in_driver, role_counts, shares, table_files, top_figures
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -104,12 +107,16 @@ svg.chart { max-width: 100%; height: auto; }
 
 def tally_tables(sc: SparkContext, out: str) -> Tally:
     """The :class:`~amqp_codec.analyze.tally.Tally` of the tables in ``out``: a Spark task
-    per table file, added up here."""
+    per share of the table files, added up here (read here when they are few bytes, see
+    :func:`~amqp_codec.analyze.tops.in_driver`)."""
     from .tally import tally_files
 
     items = [(table, path) for table in TABLE_NAMES for path in table_files(out, table)]
-    tasks = shares(items, sc.defaultParallelism)
-    parts = sc.parallelize(tasks, len(tasks)).map(tally_files).collect() if tasks else []
+    if in_driver(items):
+        parts = [tally_files(items)]
+    else:
+        tasks = shares(items, sc.defaultParallelism)
+        parts = sc.parallelize(tasks, len(tasks)).map(tally_files).collect() if tasks else []
     tally = Tally(rows=dict.fromkeys(TABLE_NAMES, 0))
     for part in parts:
         tally.merge(part)

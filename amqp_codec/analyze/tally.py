@@ -251,9 +251,7 @@ class Tally:
         for kind, error, n in zip(*(c.to_pylist() for c in kinds.columns), strict=True):
             self.problem_kinds[(kind, error)] = self.problem_kinds.get((kind, error), 0) + n
         # Arrow finds the batch's first rows; only those become Python rows.
-        order = pc.sort_indices(
-            data, [(c, "ascending") for c in PROBLEM_ORDER], null_placement="at_start"
-        )
+        order = pc.sort_indices(data, options=_nulls_first_keys())
         first = data.select(list(_PROBLEM_ROW)).take(order[:PROBLEMS_LISTED]).to_pylist()
         self._keep_problems(first)
 
@@ -330,3 +328,14 @@ def tally_files(items: Iterable[tuple[str, str]]) -> Tally:
     for item in items:
         tally.merge(tally_file(item))
     return tally
+
+
+def _nulls_first_keys() -> Any:
+    """Sort keys of :data:`PROBLEM_ORDER`, ascending with nulls first: per key from pyarrow
+    25 on (where one ``null_placement`` for all keys is deprecated), else as options."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if int(pa.__version__.split(".")[0]) >= 25:
+        return pc.SortOptions([(c, "ascending", "at_start") for c in PROBLEM_ORDER])
+    return pc.SortOptions([(c, "ascending") for c in PROBLEM_ORDER], null_placement="at_start")

@@ -64,6 +64,17 @@ def shares(items: Sequence[tuple[str, str]], tasks: int) -> list[list[tuple[str,
     return [share for share in lists if share]
 
 
+#: Table bytes (Parquet) the driver reads itself for the report rather than start Spark jobs
+#: for: a job's tasks and shuffle cost more than reading this little, and what the driver
+#: holds from it stays as small.
+DRIVER_BYTES = 32 * 2**20
+
+
+def in_driver(items: Sequence[tuple[str, str]]) -> bool:
+    """Whether the ``(table, path)`` items are few enough bytes to read in the driver."""
+    return sum(os.path.getsize(path) for _, path in items) <= DRIVER_BYTES
+
+
 def _add(a: Any, b: Any) -> Any:
     """SQL's sum of two partial sums: None only while both are."""
     if a is None:
@@ -308,14 +319,20 @@ def top_figures(
     if not items:
         return Tops({name: [] for name in _lists()}, {})
     partitions = max(1, sc.defaultParallelism)
-    tasks = shares(items, partitions)
-    found = (
-        sc.parallelize(tasks, len(tasks))
-        .flatMap(lambda share: _records(job, share))
-        .reduceByKey(_merge, partitions)
-        .mapPartitions(_best)
-        .collect()
-    )
+    if in_driver(items):  # the same functions, one partition
+        merged: dict[Any, Any] = {}
+        for key, value in _records(job, list(items)):
+            merged[key] = _merge(merged[key], value) if key in merged else value
+        found = list(_best(merged.items()))
+    else:
+        tasks = shares(items, partitions)
+        found = (
+            sc.parallelize(tasks, len(tasks))
+            .flatMap(lambda share: _records(job, share))
+            .reduceByKey(_merge, partitions)
+            .mapPartitions(_best)
+            .collect()
+        )
     lists = _lists()
     rate: dict[Any, list[int]] = {}
     for name, items_found in found:
