@@ -246,6 +246,14 @@ def _interrupts_deferred() -> Iterator[list[int]]:
             signal.signal(signal.SIGINT, previous)
 
 
+def _local_driver(master: str | None) -> bool:
+    """Whether this process starts the driver's JVM (``spark-submit`` did not) on a local
+    master."""
+    from amqp_codec.analyze.head_start import runs_here
+
+    return "PYSPARK_GATEWAY_PORT" not in os.environ and runs_here(master)
+
+
 def _session(master: str | None, progress: bool, verbose: bool) -> tuple[SparkSession, bool]:
     """A session to run in, and whether it is ours to stop (not one already running)."""
     # Executors must run this interpreter (the one with amqp-codec installed), not "python3".
@@ -254,7 +262,6 @@ def _session(master: str | None, progress: bool, verbose: bool) -> tuple[SparkSe
     from pyspark.sql import SparkSession
 
     from amqp_codec.analyze.class_archive import archive_options, discard
-    from amqp_codec.analyze.head_start import runs_here
     from amqp_codec.analyze.logs import jvm_stderr, quiet_py4j
     from amqp_codec.analyze.preflight import java_command
 
@@ -281,7 +288,7 @@ def _session(master: str | None, progress: bool, verbose: bool) -> tuple[SparkSe
     # and so does its web UI in a driver this job starts on a local master (starting it
     # costs a third of a second; spark-submit's driver and a cluster's keep it).
     builder = builder.config("spark.ui.showConsoleProgress", "false")
-    if "PYSPARK_GATEWAY_PORT" not in os.environ and runs_here(master):
+    if _local_driver(master):
         builder = builder.config("spark.ui.enabled", "false")
     # Executors fork their Python workers from a daemon that has the analysis imported.
     builder = builder.config("spark.python.daemon.module", "amqp_codec.analyze.daemon")
@@ -389,7 +396,7 @@ def run(
     protocols are rows in ``problems``, not errors. The outputs are written into a staging
     folder and moved into ``out`` at the end: a failed run leaves ``out`` as it was.
     """
-    from amqp_codec.analyze.head_start import HeadStart, runs_here
+    from amqp_codec.analyze.head_start import HeadStart
     from amqp_codec.analyze.output import staged_output
     from amqp_codec.analyze.preflight import preflight
     from amqp_codec.analyze.report import REPORT_NAME, write_report
@@ -425,8 +432,7 @@ def run(
             )
 
         # On this machine the first tasks run here while Spark starts (see head_start).
-        here = spark is None and runs_here(master) and "PYSPARK_GATEWAY_PORT" not in os.environ
-        head = HeadStart(say) if here else None
+        head = HeadStart(say) if spark is None and _local_driver(master) else None
         begun: _Background | None = None
         session: SparkSession | None = None
         own = False

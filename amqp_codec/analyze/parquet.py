@@ -119,20 +119,16 @@ class TableWriters:
         self.files: dict[str, str] = {}
 
     def add(self, table: str, row: tuple[Any, ...]) -> None:
-        rows = self.rows[table]
-        rows.append(row)
-        big = row[_BIG[table]]  # the column that can hold megabytes
-        held = self.held[table] = self.held[table] + (len(big) if big is not None else 0)
-        if len(rows) >= ROW_GROUP or held >= ROW_GROUP_BYTES:
-            self._write(table)
+        self.extend(((table, row),))
 
     def extend(self, rows: Iterable[tuple[str, tuple[Any, ...]]]) -> None:
-        """:meth:`add` each ``(table, row)``, inlined: one call fewer per row."""
+        """Buffer each ``(table, row)``, writing a table's row group once it is full (the
+        tasks' rows come here, in one loop: no call per row)."""
         buffers, held = self.rows, self.held
         for table, row in rows:
             buffer = buffers[table]
             buffer.append(row)
-            big = row[_BIG[table]]
+            big = row[_BIG[table]]  # the column that can hold megabytes
             if big is not None:
                 held[table] += len(big)
             if len(buffer) >= ROW_GROUP or held[table] >= ROW_GROUP_BYTES:
