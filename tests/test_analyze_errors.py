@@ -389,7 +389,8 @@ def test_interrupt_stops_spark_and_leaves_out_untouched(
     tmp_path: Path, captures: Path, tmp_path_factory: pytest.TempPathFactory, after: str
 ) -> None:
     """Ctrl-C while Spark starts (the first tasks running in the driver meanwhile), and once
-    it is up."""
+    it is up: then with every task left to Spark, which a capture this small would otherwise
+    not be, so that Spark has jobs running when the signal comes."""
     out = tmp_path / "out"
     before = snapshot(tmp_path)
     temp = tmp_path_factory.mktemp("temp")  # where the log file goes
@@ -399,7 +400,11 @@ def test_interrupt_stops_spark_and_leaves_out_untouched(
         stderr=subprocess.PIPE,
         text=True,
         cwd=REPO,
-        env={**os.environ, "TMPDIR": str(temp)},
+        env={
+            **os.environ,
+            "TMPDIR": str(temp),
+            "AMQP_CODEC_HEAD_START": "0" if after == "cores" else "1",
+        },
         start_new_session=True,  # Ctrl-C reaches the whole process group, as in a terminal
     )
     assert proc.stderr is not None

@@ -431,8 +431,10 @@ def run(
                 problems=skipped,
             )
 
-        # On this machine the first tasks run here while Spark starts (see head_start).
-        head = HeadStart(say) if spark is None and _local_driver(master) else None
+        # On this machine the first tasks run here while Spark starts (see head_start), unless
+        # AMQP_CODEC_HEAD_START=0 leaves every task to Spark.
+        wanted = os.environ.get("AMQP_CODEC_HEAD_START", "1") != "0"
+        head = HeadStart(say) if wanted and spark is None and _local_driver(master) else None
         begun: _Background | None = None
         session: SparkSession | None = None
         own = False
