@@ -93,7 +93,11 @@ def draft_flag_names(flags: int) -> list[str]:
 def _json_str(text: str) -> Any:
     if is_utf8(text):
         return text
-    return {"hex": text.encode("utf-8", "surrogateescape").hex()}
+    try:  # a decoded string: its undecodable bytes are held as surrogate escapes
+        raw = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # other lone surrogates: a string made by hand, not decoded
+        raw = text.encode("utf-8", "surrogatepass")
+    return {"hex": raw.hex()}
 
 
 def json_value(value: Any) -> Any:
