@@ -14,8 +14,13 @@ The generated protocol packages (``amqp_codec.v0_9_1``) hold the method and prop
 classes; this package holds the frame layer, field tables and errors they share.
 """
 
+import importlib
+from types import ModuleType
+from typing import TYPE_CHECKING
+
 # The generated protocol packages, so `amqp_codec.v0_9_1` works after `import amqp_codec`.
-from . import events, v0_8, v0_9_1
+# The default version is imported now; the others when first named (see __getattr__ below).
+from . import events, v0_9_1
 from .assembly import Message, MessageAssembler
 from .base import FieldSpec, Method, Properties
 from .connection import Connection
@@ -55,7 +60,24 @@ from .protocol import ProtocolSpec
 from .replies import close_for_error
 from .table import DEFAULT_MAX_TABLE_DEPTH, FieldArray, FieldTable, Tagged, Timestamp
 
+if TYPE_CHECKING:
+    from . import v0_8, v0_10_draft
+
 __version__ = "0.1.0"
+
+#: Generated packages imported when first named: each costs about a tenth of a second to
+#: import (its method classes are made at import time), paid by every process that imports
+#: the codec, most of which (a broker, a client, a Spark worker) never meet that version. The
+#: decoder imports a version's package itself when a stream turns out to speak it.
+_ON_FIRST_USE = frozenset({"v0_8", "v0_10_draft"})
+
+if not TYPE_CHECKING:  # type checkers see the imports above, not a catch-all
+
+    def __getattr__(name: str) -> ModuleType:
+        if name in _ON_FIRST_USE:
+            return importlib.import_module(f"{__name__}.{name}")
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_MAX_BODY_SIZE",
@@ -100,4 +122,5 @@ __all__ = [
     "events",
     "v0_8",
     "v0_9_1",
+    "v0_10_draft",
 ]

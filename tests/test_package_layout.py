@@ -326,3 +326,32 @@ def test_the_readme_and_the_architecture_page_name_every_package() -> None:
     tools = [p.name for p in (ROOT / PACKAGE / "inspect").glob("*.py") if p.name != "__init__.py"]
     for module in tools:
         assert f"`{module}`" in architecture, f"docs/architecture.md lacks inspect/{module}"
+
+
+def test_versions_other_than_the_default_are_imported_when_first_named() -> None:
+    """``import amqp_codec`` (and the command line) leave 0-8 and the 0-10 draft unimported:
+    each costs a tenth of a second in every process; ``amqp_codec.v0_8`` still works, and so
+    does a stream that turns out to speak 0-8."""
+    code = (
+        "import sys\n"
+        "import amqp_codec, amqp_codec.cli\n"
+        "lazy = ('amqp_codec.v0_8', 'amqp_codec.v0_10_draft')\n"
+        "assert not [m for m in lazy if m in sys.modules], sorted(sys.modules)\n"
+        "decoder = amqp_codec.FrameDecoder()\n"
+        "decoder.receive_data(b'AMQP\\x01\\x01\\x08\\x00')\n"
+        "decoder.next_frame()\n"
+        "assert decoder.spec.name == '0-8', decoder.spec\n"
+        "assert amqp_codec.v0_8.SPEC is decoder.spec\n"
+        "assert amqp_codec.v0_10_draft.SPEC.name == '99-0'\n"
+        "assert 'v0_10_draft' in amqp_codec.__all__ and 'v0_8' in amqp_codec.__all__\n"
+        "try:\n"
+        "    amqp_codec.v0_7\n"
+        "except AttributeError as e:\n"
+        "    assert 'v0_7' in str(e)\n"
+        "else:\n"
+        "    raise AssertionError('amqp_codec.v0_7 exists')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr

@@ -23,13 +23,13 @@ streams are read in 64 KiB chunks and fed to a
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from typing import BinaryIO, TextIO
 
-from .. import v0_8, v0_9_1, v0_10_draft
 from ..frames import FRAME_OVERHEAD
 from ..protocol import ProtocolSpec
 from .captures import capture_streams, is_capture
@@ -53,11 +53,12 @@ __all__ = ["DESCRIPTION", "EPILOG", "FORMATTER", "HELP", "add_arguments", "run"]
 CHUNK_SIZE = 64 * 1024
 #: Default number of body bytes shown per body frame.
 DEFAULT_BODY_PREVIEW = 64
-#: The protocol versions --spec accepts; "detect" lets the decoder find out.
-SPECS: dict[str, ProtocolSpec] = {
-    "0-9-1": v0_9_1.SPEC,
-    "0-8": v0_8.SPEC,
-    "99-0": v0_10_draft.SPEC,
+#: The protocol versions --spec accepts, and their generated packages (imported only when
+#: asked for); "detect" lets the decoder find out.
+SPECS: dict[str, str] = {
+    "0-9-1": "amqp_codec.v0_9_1",
+    "0-8": "amqp_codec.v0_8",
+    "99-0": "amqp_codec.v0_10_draft",
 }
 
 EXIT_OK = 0
@@ -276,8 +277,14 @@ def _decode_one(
             stream.close()
 
 
+def _spec(name: str) -> ProtocolSpec:
+    """The protocol version ``--spec`` names."""
+    spec: ProtocolSpec = importlib.import_module(SPECS[name]).SPEC
+    return spec
+
+
 def _decode(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    spec = None if args.spec == "detect" else SPECS[args.spec]
+    spec = None if args.spec == "detect" else _spec(args.spec)
     reporter: Reporter
     if args.json:
         reporter = JsonReporter(out, args.max_body_preview, show_secrets=args.show_secrets)
