@@ -6,11 +6,14 @@ and the tables are the same as when Spark runs everything.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
+from spark_cluster import java_missing
 
 from amqp_codec.analyze.head_start import HeadStart, HeadStartStopped, runs_here
 from amqp_codec.analyze.job import write_tables
@@ -160,3 +163,49 @@ def test_tables_do_not_depend_on_where_tasks_ran(tmp_path: Path, tasks_here: int
         assert spark.given == []
     else:
         assert spark.given, "Spark was given the rest"
+
+
+#: Runs the job on local[2] with the driver's head start held in its first dissecting task
+#: until Spark's workers are started, then checks that they were, once, before Spark took the
+#: tasks not begun. Spark's tasks get the same function, pickled: it waits only in the driver.
+_HELD_IN_THE_DRIVER = """
+import os, sys, time
+import amqp_codec.analyze.job as job
+import amqp_codec.analyze.regions as regions
+
+driver = os.getpid()
+started = []
+run_task, start_workers = regions.run_task, job._start_workers
+
+def held_run_task(task):
+    if os.getpid() == driver:
+        deadline = time.monotonic() + 120
+        while not started and time.monotonic() < deadline:
+            time.sleep(0.05)
+    return run_task(task)
+
+def recorded_start_workers(sc):
+    start_workers(sc)
+    started.append(sc.defaultParallelism)
+
+regions.run_task = held_run_task
+job._start_workers = recorded_start_workers
+job.run(sys.argv[1], sys.argv[2], master="local[2]", progress=False, split_bytes=4096)
+assert started == [2], started
+"""
+
+
+@pytest.mark.skipif(java_missing() is not None, reason=str(java_missing()))
+def test_spark_starts_its_workers_before_taking_over_from_a_busy_head_start(
+    tmp_path: Path,
+) -> None:
+    captures = str(SAMPLES)
+    write_tables([captures], str(tmp_path / "here"), split_bytes=4096)
+    result = subprocess.run(
+        [sys.executable, "-c", _HELD_IN_THE_DRIVER, captures, str(tmp_path / "spark")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert _rows(tmp_path / "spark") == _rows(tmp_path / "here")

@@ -14,6 +14,10 @@ instead of 3). Measured on 1 GB of many connections (26 November 2026, two runs 
 that costs less than the work done meanwhile: a GIL handed over every 0.2 ms brought the session up at 3.7 s but left a scan
 to Spark, and the run took 17.2 to 17.8 s; the same tasks in a forked process, 16.9 to
 17.9 s; in this thread, 15.9 to 16.9 s.
+
+Once the session is up, the driver starts the executors' Python workers (:func:`start_worker`,
+a job of one small task per core) before Spark takes over, while the tasks here go on: a
+session's first Python job waits over a second for them.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["HeadStart", "HeadStartStopped", "runs_here"]
+__all__ = ["HeadStart", "HeadStartStopped", "runs_here", "start_worker"]
 
 _LOCAL_MASTER = re.compile(r"local(\[[^\]]*\])?")
 
@@ -35,6 +39,14 @@ def runs_here(master: str | None) -> bool:
     """Whether a session started with ``master`` runs its tasks on this machine (a local
     master; None is ``local[*]`` for a session this job starts)."""
     return master is None or _LOCAL_MASTER.fullmatch(master) is not None
+
+
+def start_worker(index: int) -> int:
+    """A task that starts a Python worker before Spark takes over: it imports what a stage's
+    first task would import in the worker (the daemon leaves pyarrow to the workers)."""
+    import pyarrow.parquet  # noqa: F401
+
+    return index
 
 
 class HeadStartStopped(Exception):
