@@ -120,6 +120,17 @@ def test_frames_on_a_channel_that_is_not_open(tmp_path: Path) -> None:
     ]
 
 
+def test_a_content_frame_alone_on_a_closed_channel(tmp_path: Path) -> None:
+    """No method frame before it: the content frame itself is what the peer refuses."""
+    c = _opened(Conversation(), (1,))
+    c.send("server", frames(MethodFrame(1, Channel.Close(reply_code=406, reply_text="NO"))))
+    c.send("client", frames(MethodFrame(1, Channel.CloseOk())))
+    offset = len(c.sent["client"])
+    c.send("client", frames(ContentBodyFrame(1, b"orphan"), ContentBodyFrame(1, b"again")))
+    found = [(r[3], r[5], r[9]) for r in _problems(_rows(c, tmp_path=tmp_path), "channel-not-open")]
+    assert found == [("client", offset, 1)]  # reported once
+
+
 def test_frames_after_this_sides_own_channel_close_are_not_problems(tmp_path: Path) -> None:
     """The peer discards them until its close-ok (RabbitMQ does so without a word)."""
     c = _opened(Conversation(), (1,))
@@ -157,6 +168,21 @@ def test_a_peer_silent_for_over_twice_the_heartbeat(tmp_path: Path) -> None:
     assert [(r[3], r[8]) for r in problems] == [("client", None), ("client", None)]
     assert "75.0 s" in problems[0][12] and problems[0][5] is not None
     assert "connection's end" in problems[1][12] and problems[1][5] is None
+
+
+def test_a_silence_before_a_content_frame(tmp_path: Path) -> None:
+    """The silence ends with a message's body frame, on an open channel, not a method."""
+    c = _opened(Conversation())  # heartbeat 30 s
+    method, header, body = message_frames(1, "ex", "k", b"late body")
+    c.send("client", frames(method, header)).send("server", frames(HeartbeatFrame(0)))
+    c.ts += 40
+    c.send("server", frames(HeartbeatFrame(0)))
+    c.ts += 35  # 75 s since the client's header frame
+    offset = len(c.sent["client"])
+    c.send("client", frames(body))
+    problems = _problems(_rows(c, tmp_path=tmp_path), "heartbeat-missed")
+    assert [(r[3], r[5]) for r in problems] == [("client", offset)]
+    assert "75.0 s" in problems[0][12]
 
 
 def test_no_heartbeat_problem_after_connection_close(tmp_path: Path) -> None:

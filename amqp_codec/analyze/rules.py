@@ -73,6 +73,8 @@ REPORTED = "reported"  # closed, and a frame on it was already reported
 LOST = "lost"  # frames were lost: unknown until opened or closed again
 INHERIT = "inherit"  # a later region: whatever the regions before left
 PENDING = "pending"  # a later region used it before knowing: the driver decides
+#: The channel states in which a content frame is not refused (see PeerRules._channel).
+_CONTENT_PASSES = frozenset({OPEN, CLOSING, REPORTED, LOST, PENDING})
 
 _OPENS = {"client": "channel.open", "server": "channel.open-ok"}
 _CONNECTION_ENDS = frozenset({"connection.close", "connection.close-ok"})
@@ -199,9 +201,25 @@ class PeerRules:
     ) -> list[Finding]:
         """Check one frame of ``size`` bytes (``checked``: of a version these rules apply to)."""
         edge = self.edge
+        limits = self.limits
+        if (
+            method is None
+            and checked
+            and limits is not None
+            and ts is not None
+            and not self._first
+            and edge.channels.get(channel) in _CONTENT_PASSES  # type: ignore[arg-type]
+        ):
+            # The usual frame, content on a channel in use, takes this path when no check can
+            # fail: within frame_max, and no heartbeat missed since the frame before.
+            last, heartbeat = self._last_ts, limits.heartbeat
+            if (not limits.frame_max or size <= limits.frame_max) and (
+                not heartbeat or edge.closed or last is None or ts - last <= 2 * heartbeat
+            ):
+                self._last_ts = edge.last_ts = ts
+                return []
         out: list[Finding] = []
         name = None if method is None else method.NAME
-        limits = self.limits
         first, self._first = self._first, False
         if checked and limits is not None and limits.heartbeat and ts is not None:
             out.extend(self._heartbeat(first, ts, limits.heartbeat))
