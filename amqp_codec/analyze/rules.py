@@ -74,7 +74,7 @@ LOST = "lost"  # frames were lost: unknown until opened or closed again
 INHERIT = "inherit"  # a later region: whatever the regions before left
 PENDING = "pending"  # a later region used it before knowing: the driver decides
 #: The channel states in which a content frame is not refused (see PeerRules._channel).
-_CONTENT_PASSES = frozenset({OPEN, CLOSING, REPORTED, LOST, PENDING})
+_CONTENT_PASSES: frozenset[str | None] = frozenset({OPEN, CLOSING, REPORTED, LOST, PENDING})
 
 _OPENS = {"client": "channel.open", "server": "channel.open-ok"}
 _CONNECTION_ENDS = frozenset({"connection.close", "connection.close-ok"})
@@ -208,7 +208,8 @@ class PeerRules:
             and limits is not None
             and ts is not None
             and not self._first
-            and edge.channels.get(channel) in _CONTENT_PASSES  # type: ignore[arg-type]
+            and channel is not None
+            and edge.channels.get(channel) in _CONTENT_PASSES
         ):
             # The usual frame, content on a channel in use, takes this path when no check can
             # fail: within frame_max, and no heartbeat missed since the frame before.
