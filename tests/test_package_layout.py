@@ -185,6 +185,14 @@ def test_the_runtime_never_imports_generated_code() -> None:
     assert not found, f"runtime modules importing generated code: {sorted(found)}"
 
 
+def _passes_in_a_fresh_interpreter(code: str) -> None:
+    """Run ``code`` in a new Python process (nothing imported yet); it must exit 0."""
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+
+
 def test_the_draft_wire_format_works_before_its_generated_package_is_imported() -> None:
     """Used first, the wire format has the generated package hand its registries over."""
     code = (
@@ -197,10 +205,7 @@ def test_the_draft_wire_format_works_before_its_generated_package_is_imported() 
         "value, end = decode_long_struct(buf, 0, len(buf), 8)\n"
         "assert type(value).__name__ == 'MessageProperties' and end == len(buf), value\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
-    )
-    assert result.returncode == 0, result.stderr
+    _passes_in_a_fresh_interpreter(code)
 
 
 def test_the_core_uses_the_standard_library_only() -> None:
@@ -351,7 +356,4 @@ def test_versions_other_than_the_default_are_imported_when_first_named() -> None
         "else:\n"
         "    raise AssertionError('amqp_codec.v0_7 exists')\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
-    )
-    assert result.returncode == 0, result.stderr
+    _passes_in_a_fresh_interpreter(code)
