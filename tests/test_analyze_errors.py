@@ -10,24 +10,30 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import io
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from amqp_codec.analyze import AnalyzeUsageError
 from amqp_codec.analyze.output import staged_output
 from amqp_codec.analyze.preflight import (
+    check_executor_python,
     check_master,
+    check_master_reachable,
     java_version,
     preflight,
     resolve_captures,
 )
+from amqp_codec.analyze.spark_errors import user_problem
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "samples" / "pika-session.pcap"
@@ -178,6 +184,118 @@ def test_java_too_old(tmp_path: Path, captures: Path) -> None:
 def test_bad_master(tmp_path: Path, captures: Path, master: str) -> None:
     result = refused(tmp_path, str(captures), "--out", str(tmp_path / "out"), "--master", master)
     assert_one_line_error(result, 2, "not a Spark master URL", master)
+
+
+@pytest.mark.parametrize("python", ["/nonexistent/python3", "true"])
+def test_executors_python_that_cannot_run_the_analysis(
+    tmp_path: Path, captures: Path, python: str
+) -> None:
+    """PYSPARK_PYTHON names the executors' Python: one that is missing, or is not a Python
+    with the codec, PySpark and pyarrow, is said before Spark starts."""
+    env = {**os.environ, "PYSPARK_PYTHON": python}
+    result = refused(tmp_path, str(captures), "--out", str(tmp_path / "out"), env=env)
+    assert_one_line_error(result, 2, f"PYSPARK_PYTHON={python}", "amqp-codec[analyze]")
+
+
+def test_a_standalone_master_that_cannot_be_reached(tmp_path: Path, captures: Path) -> None:
+    with socket.socket() as probe:  # a port with nothing listening
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    master = f"spark://127.0.0.1:{port}"
+    result = refused(tmp_path, str(captures), "--out", str(tmp_path / "out"), "--master", master)
+    assert_one_line_error(result, 2, f"cannot reach the Spark master {master}", "refused")
+
+
+def test_a_standalone_master_is_reached_at_any_of_its_addresses() -> None:
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        check_master_reachable(f"spark://nosuchhost.invalid:7077,127.0.0.1:{port}")
+    check_master_reachable("local[2]")  # nothing to reach
+
+
+def test_the_executors_python_is_not_checked_for_a_cluster(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A cluster's executors run on other machines, where the path may well exist."""
+    monkeypatch.setenv("PYSPARK_PYTHON", "/nonexistent/python3")
+    check_executor_python("spark://h:7077")
+    with pytest.raises(AnalyzeUsageError, match="not a program"):
+        check_executor_python("local[2]")
+    monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)
+    check_executor_python(None)  # this Python: nothing to ask
+
+
+class _JavaFailure(Exception):
+    """Stands for a Py4JJavaError: its text is the Java stack."""
+
+
+#: The text of a Spark job whose executors could not start the Python PYSPARK_PYTHON named,
+#: and of one whose Python lacked the codec (cut from real runs).
+_NO_PYTHON = (
+    "An error occurred while calling z:org.apache.spark.api.python.PythonRDD.collectAndServe.\n"
+    ": org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 in stage 0.0 "
+    "failed 1 times, most recent failure: Lost task 0.0 in stage 0.0 (TID 0) (192.0.2.2 "
+    'executor driver): java.io.IOException: Cannot run program "/opt/py/bin/python3": '
+    "error=2, No such file or directory\n"
+    "\tat java.base/java.lang.ProcessBuilder.start(ProcessBuilder.java:1143)\n"
+    "\tat org.apache.spark.api.python.PythonWorkerFactory.startDaemon("
+    "PythonWorkerFactory.scala:371)\n"
+)
+_NO_CODEC = (
+    "An error occurred while calling z:org.apache.spark.api.python.PythonRDD.collectAndServe.\n"
+    ": org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 in stage 0.0 "
+    "failed 1 times, most recent failure: Lost task 0.0 in stage 0.0 (TID 0) (192.0.2.2 "
+    "executor driver): org.apache.spark.SparkException: \nError from python worker:\n"
+    "  /usr/bin/python3: Error while finding module specification for "
+    "'amqp_codec.analyze.daemon' (ModuleNotFoundError: No module named 'amqp_codec')\n"
+)
+
+
+def test_what_spark_says_of_the_executors_python_becomes_one_line() -> None:
+    no_python = user_problem(_JavaFailure(_NO_PYTHON))
+    assert no_python is not None
+    assert "cannot start Python /opt/py/bin/python3 (No such file or directory)" in no_python
+    no_codec = user_problem(_JavaFailure(_NO_CODEC))
+    assert no_codec is not None and "cannot import amqp_codec" in no_codec
+    assert "\n" not in no_python + no_codec
+    # Anything else stays an internal error.
+    assert user_problem(_JavaFailure("java.lang.OutOfMemoryError: Java heap space")) is None
+
+    class Unprintable(Exception):
+        def __str__(self) -> str:
+            raise RuntimeError("the JVM is gone")
+
+    assert user_problem(Unprintable()) is None
+
+
+def test_a_spark_failure_the_user_can_fix_is_not_called_internal(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Raised from the job (a cluster's executors without the codec), it is one line naming
+    what to do, exit status 2; an unknown failure stays an internal error (1)."""
+    from amqp_codec.analyze import command
+    from amqp_codec.cli import build_parser
+
+    def failing(text: str) -> Any:
+        def run_from_args(args: Any, out: Any) -> int:
+            raise _JavaFailure(text)
+
+        return run_from_args
+
+    args = build_parser().parse_args(["analyze", str(SAMPLE), "--out", str(tmp_path / "o")])
+    log = str(tmp_path / "analyze.log")
+    monkeypatch.setattr("amqp_codec.analyze.logs.log_path", lambda: log)
+    for text, status, words in [
+        (_NO_CODEC, 2, ("cannot import amqp_codec", f"(Spark's log: {log})")),
+        ("java.lang.OutOfMemoryError: Java heap space", 1, ("internal error", log)),
+    ]:
+        monkeypatch.setattr(command, "run_from_args", failing(text))
+        out, err = io.StringIO(), io.StringIO()
+        assert command.run(args, out, err) == status
+        assert err.getvalue().count("\n") == 1 and "Traceback" not in err.getvalue()
+        assert all(word in err.getvalue() for word in words), err.getvalue()
 
 
 @pytest.mark.parametrize("port", ["0", "65536", "amqp"])

@@ -98,6 +98,7 @@ def _analyze(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         err.write(f"amqp-codec analyze needs the 'analyze' extra ('amqp-codec[analyze]'): {exc}\n")
         return EXIT_ERROR
     from .preflight import AnalyzeUsageError
+    from .spark_errors import user_problem
 
     try:
         status = run_from_args(args, out)
@@ -116,6 +117,13 @@ def _analyze(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     except Exception as exc:
         if _interrupted(exc):
             return _stopped(err)
+        problem = user_problem(exc)
+        if problem is not None:  # the user's setup, not a bug: what to do, in one line
+            from .logs import log_path
+
+            where = "" if args.verbose else f" (Spark's log: {log_path()})"
+            err.write(f"amqp-codec analyze: {problem}{where}\n")
+            return EXIT_ERROR
         if args.verbose:
             traceback.print_exception(exc, file=err)
         return _bug(exc, err)

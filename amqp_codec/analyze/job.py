@@ -254,6 +254,13 @@ def _local_driver(master: str | None) -> bool:
     return "PYSPARK_GATEWAY_PORT" not in os.environ and runs_here(master)
 
 
+def _session_running() -> bool:
+    """Whether a Spark session already runs in this process (:func:`_session` takes it)."""
+    from pyspark.sql import SparkSession
+
+    return SparkSession.getActiveSession() is not None
+
+
 def _session(master: str | None, progress: bool, verbose: bool) -> tuple[SparkSession, bool]:
     """A session to run in, and whether it is ours to stop (not one already running)."""
     # Executors must run this interpreter (the one with amqp-codec installed), not "python3".
@@ -415,7 +422,7 @@ def run(
     """
     from amqp_codec.analyze.head_start import HeadStart
     from amqp_codec.analyze.output import staged_output
-    from amqp_codec.analyze.preflight import preflight
+    from amqp_codec.analyze.preflight import check_master_reachable, preflight
     from amqp_codec.analyze.report import REPORT_NAME, write_report
     from amqp_codec.analyze.streams import capture_problem_row
     from amqp_codec.capture.packets import CaptureProblem
@@ -457,6 +464,9 @@ def run(
         own = False
         try:
             if spark is None:
+                if master and not _session_running():
+                    # Found before any line is written: a mistake is said in one line.
+                    check_master_reachable(master)
                 say("starting Spark" + (" (the first tasks run here meanwhile)" if head else ""))
                 # The lines of the work begun meanwhile wait while Java's start-up output goes
                 # to the log file.

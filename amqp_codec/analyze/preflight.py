@@ -23,8 +23,10 @@ import errno
 import os
 import re
 import shutil
+import socket
 import stat
 import subprocess
+import sys
 import tempfile
 import zlib
 from collections.abc import Collection, Sequence
@@ -36,8 +38,10 @@ __all__ = [
     "AnalyzeUsageError",
     "Preflight",
     "Skipped",
+    "check_executor_python",
     "check_java",
     "check_master",
+    "check_master_reachable",
     "check_out",
     "check_ports",
     "is_spark_output",
@@ -45,6 +49,19 @@ __all__ = [
     "preflight",
     "resolve_captures",
 ]
+
+#: What the executors' Python must be able to import (asked without importing them).
+_EXECUTOR_MODULES = ("amqp_codec", "pyspark", "pyarrow")
+_FOUND = "amqp-codec: executors' modules found"
+_FINDS_THE_MODULES = (
+    "import importlib.util; "
+    f"all(map(importlib.util.find_spec, {_EXECUTOR_MODULES!r})) and print({_FOUND!r})"
+)
+#: What to do about an executors' Python that cannot run the analysis.
+_PYTHON_HINT = (
+    "unset it (the executors then run this Python) or point it at a Python with "
+    "amqp-codec[analyze] installed"
+)
 
 #: The oldest Java that Spark 4 runs on.
 JAVA_NEEDED = 17
@@ -128,6 +145,7 @@ def preflight(
     files, skipped = resolve_captures(captures)
     if java and "PYSPARK_GATEWAY_PORT" not in os.environ:
         check_java()
+        check_executor_python(master)
     return Preflight(files, skipped, out_path, port_set)
 
 
@@ -483,6 +501,45 @@ def check_java() -> int:
     return version
 
 
+def check_executor_python(master: str | None) -> None:
+    """On a local master, that the Python ``PYSPARK_PYTHON`` names, when it is set to other
+    than this one, runs and has amqp-codec, PySpark and pyarrow; else
+    :class:`AnalyzeUsageError`. Spark would start the executors with it and fail the first
+    job with a Java stack. A cluster's executors run elsewhere: they are not checked here."""
+    from amqp_codec.analyze.head_start import runs_here
+
+    value = os.environ.get("PYSPARK_PYTHON")
+    if not value or not runs_here(master):
+        return
+    python = shutil.which(value)
+    if python is None:
+        raise AnalyzeUsageError(
+            f"PYSPARK_PYTHON={value} is not a program Spark can start: {_PYTHON_HINT}"
+        )
+    # Not the real paths: a virtual environment's python is a link to its base Python,
+    # which has none of the environment's packages.
+    if os.path.abspath(python) == os.path.abspath(sys.executable):
+        return
+    try:
+        result = subprocess.run(
+            [python, "-c", _FINDS_THE_MODULES],
+            capture_output=True,
+            timeout=60,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise AnalyzeUsageError(
+            f"cannot run PYSPARK_PYTHON={value} ({exc}): {_PYTHON_HINT}"
+        ) from None
+    if result.returncode != 0 or _FOUND.encode() not in result.stdout:
+        modules = ", ".join(_EXECUTOR_MODULES[:-1]) + " and " + _EXECUTOR_MODULES[-1]
+        raise AnalyzeUsageError(
+            f"PYSPARK_PYTHON={value}, the Python Spark's executors would run, is not one that "
+            f"can import {modules}: {_PYTHON_HINT}"
+        )
+
+
 def check_master(master: str) -> str:
     """``master`` if it is a Spark master URL; else :class:`AnalyzeUsageError`."""
     if not isinstance(master, str) or _MASTER.match(master) is None:
@@ -491,6 +548,27 @@ def check_master(master: str) -> str:
             "spark://HOST:PORT, yarn or k8s://URL)"
         )
     return master
+
+
+def check_master_reachable(master: str, timeout: float = 5.0) -> None:
+    """For a standalone master (``spark://HOST:PORT[,HOST:PORT...]``), that one of its
+    addresses accepts a connection; else :class:`AnalyzeUsageError`. Spark itself would
+    fail with a Java stack that does not say why. Checked when a driver is about to be
+    started for it (not when a session already runs in the process)."""
+    if not master.startswith("spark://"):
+        return
+    failures = []
+    for address in master.removeprefix("spark://").split(","):
+        host, _, port = address.rpartition(":")
+        try:
+            with socket.create_connection((host, int(port)), timeout=timeout):
+                return
+        except OSError as exc:
+            failures.append(f"{address}: {exc.strerror or exc}")
+    raise AnalyzeUsageError(
+        f"cannot reach the Spark master {master} ({'; '.join(failures)}): start it, or "
+        "check --master"
+    )
 
 
 def check_ports(ports: Collection[int]) -> frozenset[int]:

@@ -1,0 +1,48 @@
+"""Spark's failures that the user can fix, said in one line instead of "internal error".
+
+Spark reports them as a Java exception whose text carries the cause several levels down (a
+``Py4JJavaError`` from py4j, its Java stack in the message). :func:`user_problem` finds the
+few causes that come from the user's setup, not from amqp-codec, and words them with what
+to do; anything else stays an internal error with its details in the log file. (A standalone
+master that cannot be reached is found before Spark starts: see
+:func:`~amqp_codec.analyze.preflight.check_master_reachable`.)
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+__all__ = ["user_problem"]
+
+#: An executor could not start the Python that ``PYSPARK_PYTHON`` (or Spark's own setting)
+#: names: ``Cannot run program "python3.9": error=2, No such file or directory``.
+_NO_PYTHON = re.compile(r'Cannot run program "([^"]+)": error=\d+, ([^\n\r]+)')
+#: An executor's Python started but lacks a module the tasks need.
+_NO_MODULE = re.compile(r"No module named '(amqp_codec|pyspark|pyarrow)[.']")
+
+
+def user_problem(error: BaseException) -> str | None:
+    """What the user can fix about ``error`` (raised by Spark), in one line; None if it is
+    none of the causes this module knows."""
+    try:
+        text = str(error)  # a Py4JJavaError asks the JVM for its stack trace
+    except Exception:
+        return None
+    if "PythonWorkerFactory" in text or "python worker" in text.lower():
+        python = os.environ.get("PYSPARK_PYTHON") or "python3"
+        found = _NO_PYTHON.search(text)
+        if found is not None:
+            return (
+                f"Spark's executors cannot start Python {found.group(1)} ({found.group(2)}): "
+                "set PYSPARK_PYTHON to a Python with amqp-codec[analyze] installed on every "
+                "machine of the cluster"
+            )
+        missing = _NO_MODULE.search(text)
+        if missing is not None:
+            return (
+                f"the Python Spark's executors run ({python}) cannot import "
+                f"{missing.group(1)}: install amqp-codec[analyze] for it on every machine of "
+                "the cluster, or set PYSPARK_PYTHON to a Python that has it"
+            )
+    return None
