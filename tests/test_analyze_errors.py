@@ -258,7 +258,7 @@ def test_what_spark_says_of_the_executors_python_becomes_one_line() -> None:
     assert no_python is not None
     assert "cannot start Python /opt/py/bin/python3 (No such file or directory)" in no_python
     no_codec = user_problem(_JavaFailure(_NO_CODEC))
-    assert no_codec is not None and "cannot import amqp_codec" in no_codec
+    assert no_codec is not None and "(/usr/bin/python3) cannot import amqp_codec" in no_codec
     assert "\n" not in no_python + no_codec
     # Anything else stays an internal error.
     assert user_problem(_JavaFailure("java.lang.OutOfMemoryError: Java heap space")) is None

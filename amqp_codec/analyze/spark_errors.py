@@ -20,6 +20,8 @@ __all__ = ["user_problem"]
 _NO_PYTHON = re.compile(r'Cannot run program "([^"]+)": error=\d+, ([^\n\r]+)')
 #: An executor's Python started but lacks a module the tasks need.
 _NO_MODULE = re.compile(r"No module named '(amqp_codec|pyspark|pyarrow)[.']")
+#: Which Python said so: ``/usr/bin/python3: Error while finding module specification ...``.
+_WHICH_PYTHON = re.compile(r"(\S+): Error while finding module specification")
 
 
 def user_problem(error: BaseException) -> str | None:
@@ -30,7 +32,6 @@ def user_problem(error: BaseException) -> str | None:
     except Exception:
         return None
     if "PythonWorkerFactory" in text or "python worker" in text.lower():
-        python = os.environ.get("PYSPARK_PYTHON") or "python3"
         found = _NO_PYTHON.search(text)
         if found is not None:
             return (
@@ -40,6 +41,8 @@ def user_problem(error: BaseException) -> str | None:
             )
         missing = _NO_MODULE.search(text)
         if missing is not None:
+            said = _WHICH_PYTHON.search(text)
+            python = said.group(1) if said else os.environ.get("PYSPARK_PYTHON", "python3")
             return (
                 f"the Python Spark's executors run ({python}) cannot import "
                 f"{missing.group(1)}: install amqp-codec[analyze] for it on every machine of "
