@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,8 @@ from spark_support import (
 from amqp_codec import testing, v0_8, v0_9_1, v0_10_draft
 from amqp_codec.analyze.streams import (
     REDACTED,
+    DirectionDissector,
+    Region,
     _dumps,
     analyze_connection,
     method_fields,
@@ -32,6 +35,7 @@ from amqp_codec.analyze.streams import (
 )
 from amqp_codec.analyze.tables import PROPERTIES, column_names
 from amqp_codec.capture.packets import Segment, read_capture
+from amqp_codec.capture.tcp import Piece
 from amqp_codec.frames import ContentBodyFrame, MethodFrame
 from amqp_codec.inspect.dissector import FrameEvent, ProblemEvent, ResyncEvent, StreamDissector
 from amqp_codec.v0_9_1 import Basic, Channel, Connection
@@ -418,3 +422,31 @@ def test_method_json_is_the_general_encoding(spec: str, data: st.DataObject) -> 
 )
 def test_method_json_on_strings_it_must_escape_or_leave_to_the_general_way(method: Any) -> None:
     assert method_json(method) == _dumps(method_fields(method))
+
+
+def test_a_region_whose_frames_end_at_its_end_reads_nothing_past_it() -> None:
+    """Its last piece ends exactly where the region does, with no message in progress: the
+    region is done there, and the piece after it is never asked for."""
+    head = PROTOCOL_HEADER
+    framed = [
+        frames(MethodFrame(1, Channel.Open())),
+        frames(MethodFrame(1, Basic.Qos(prefetch_count=10))),
+        frames(MethodFrame(1, Channel.Close(reply_code=200))),
+    ]
+    end = len(head) + len(framed[0]) + len(framed[1])
+    taken: list[int] = []
+
+    def pieces() -> Iterator[Piece]:
+        offset = 0
+        for data in [head, *framed]:
+            taken.append(offset)
+            yield Piece(offset, 1.0, data)
+            offset += len(data)
+
+    dissector = DirectionDissector(
+        connection="c", direction="client", bodies=False, region=Region(end=end)
+    )
+    rows = [row for table, row in dissector.run(pieces()) if table == "frames"]
+    assert [row[7] for row in rows] == [None, "channel.open", "basic.qos"]
+    assert taken == [0, len(head), len(head) + len(framed[0])]  # not the piece at ``end``
+    assert dissector.edge.end == end

@@ -523,6 +523,15 @@ class DirectionDissector:
     def _piece(self, position: int, data: bytes, ts: float, capture: str) -> int:
         """Take the piece ``data`` at stream ``position``; the position after it."""
         start, end = self.region.start, self.region.end
+        stop = position + len(data)
+        if end is None or stop < end:
+            # The usual piece: short of the region's end (run() never gives one that starts
+            # before the region's start).
+            self.facts.size += len(data)
+            self._take(position, data, ts, capture)
+            if self._batched >= _BATCH_BYTES:
+                self._flush_batch()
+            return stop
         high = position + len(data) if end is None else min(position + len(data), end)
         if high > max(position, start):
             self.facts.size += high - max(position, start)
