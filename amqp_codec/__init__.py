@@ -14,8 +14,6 @@ The generated protocol packages (``amqp_codec.v0_9_1``) hold the method and prop
 classes; this package holds the frame layer, field tables and errors they share.
 """
 
-import importlib
-from types import ModuleType
 from typing import TYPE_CHECKING
 
 # The generated protocol packages, so `amqp_codec.v0_9_1` works after `import amqp_codec`.
@@ -61,6 +59,8 @@ from .replies import close_for_error
 from .table import DEFAULT_MAX_TABLE_DEPTH, FieldArray, FieldTable, Tagged, Timestamp
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
     from . import v0_8, v0_10_draft
 
 __version__ = "0.1.0"
@@ -73,8 +73,10 @@ _ON_FIRST_USE = frozenset({"v0_8", "v0_10_draft"})
 
 if not TYPE_CHECKING:  # type checkers see the imports above, not a catch-all
 
-    def __getattr__(name: str) -> ModuleType:
+    def __getattr__(name: str) -> "ModuleType":
         if name in _ON_FIRST_USE:
+            import importlib
+
             return importlib.import_module(f"{__name__}.{name}")
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
