@@ -29,6 +29,9 @@ from amqp_codec.analyze.streams import (
     Region,
     _dumps,
     analyze_connection,
+    frame_fields,
+    header_json,
+    message_properties,
     method_fields,
     method_json,
     user_name,
@@ -36,7 +39,7 @@ from amqp_codec.analyze.streams import (
 from amqp_codec.analyze.tables import PROPERTIES, column_names
 from amqp_codec.capture.packets import Segment, read_capture
 from amqp_codec.capture.tcp import Piece
-from amqp_codec.frames import ContentBodyFrame, MethodFrame
+from amqp_codec.frames import ContentBodyFrame, ContentHeaderFrame, MethodFrame
 from amqp_codec.inspect.dissector import FrameEvent, ProblemEvent, ResyncEvent, StreamDissector
 from amqp_codec.v0_9_1 import Basic, Channel, Connection
 
@@ -422,6 +425,48 @@ def test_method_json_is_the_general_encoding(spec: str, data: st.DataObject) -> 
 )
 def test_method_json_on_strings_it_must_escape_or_leave_to_the_general_way(method: Any) -> None:
     assert method_json(method) == _dumps(method_fields(method))
+
+
+@pytest.mark.parametrize("spec", ["0-9-1", "0-8"])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_header_json_is_the_general_encoding(spec: str, data: st.DataObject) -> None:
+    """A content header's fields column and its headers column, written directly, are
+    exactly what encoding ``frame_fields`` writes, for any properties (non-ASCII and
+    surrogate strings, tables, floats in tables), and the headers JSON the same in both."""
+    version = {"0-9-1": v0_9_1, "0-8": v0_8}[spec]
+    props = data.draw(testing.properties(version))
+    frame = ContentHeaderFrame(
+        data.draw(st.integers(1, 65535)),
+        type(props).CLASS_ID,
+        data.draw(st.integers(0, 2**64 - 1)),
+        props,
+        data.draw(st.integers(0, 65535)),
+    )
+    general = frame_fields(frame)
+    assert general is not None
+    headers = general["properties"].get("headers")
+    expected = (_dumps(general), None if headers is None else _dumps(headers))
+    assert header_json(frame) == expected
+    known = (props, expected[1])
+    assert message_properties(props, known) == message_properties(props)
+
+
+@pytest.mark.parametrize(
+    "props",
+    [
+        v0_9_1.BasicProperties(content_type="caf\u00e9", headers={"k": 1.5}),
+        v0_9_1.BasicProperties(message_id="m\udcff", priority=True),
+        v0_9_1.BasicProperties(headers={"\u00e9": b"\x00", "x": {"y": None}}, timestamp=7),
+        v0_9_1.BasicProperties(),
+    ],
+)
+def test_header_json_on_values_it_must_leave_to_the_general_way(props: Any) -> None:
+    frame = ContentHeaderFrame(1, 60, 5, props)
+    general = frame_fields(frame)
+    assert general is not None
+    headers = general["properties"].get("headers")
+    assert header_json(frame) == (_dumps(general), None if headers is None else _dumps(headers))
 
 
 def test_a_region_whose_frames_end_at_its_end_reads_nothing_past_it() -> None:
