@@ -459,6 +459,18 @@ def test_header_json_is_the_general_encoding(spec: str, data: st.DataObject) -> 
         v0_9_1.BasicProperties(message_id="m\udcff", priority=True),
         v0_9_1.BasicProperties(headers={"\u00e9": b"\x00", "x": {"y": None}}, timestamp=7),
         v0_9_1.BasicProperties(),
+        v0_9_1.BasicProperties(
+            headers={
+                "a": "x",
+                "b": -1,
+                "c": True,
+                "d": None,
+                "e": {"f": 2},
+                "g": 1.5,
+                "h": "\u00e9",
+            }
+        ),
+        v0_9_1.BasicProperties(headers={"a": [1, "x"], "b": b"\xff", "c": 2**40}),
     ],
 )
 def test_header_json_on_values_it_must_leave_to_the_general_way(props: Any) -> None:

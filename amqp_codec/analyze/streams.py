@@ -69,7 +69,13 @@ from ..inspect.dissector import (
     StreamDissector,
 )
 from ..inspect.resync import decodes_alone, framing, plausible_frame_end
-from ..inspect.values import draft_flag_names, json_properties_and_flags, json_struct, json_value
+from ..inspect.values import (
+    draft_flag_names,
+    json_properties_and_flags,
+    json_struct,
+    json_value,
+    table_entries,
+)
 from ..protocol import ProtocolSpec, default_spec
 from ..table import decode_table
 from ..wire010.assembly import DraftMessage
@@ -312,7 +318,7 @@ def header_json(frame: ContentHeaderFrame) -> tuple[str, str | None]:
         elif isinstance(value, int):  # Timestamp and enums too, written as plain integers
             parts.append(prefix + int.__repr__(value))
         elif isinstance(value, Mapping):
-            table = _dumps(json_value(value))
+            table = _table_json(value)
             parts.append(prefix + table)
             if attr == "headers":
                 headers = table
@@ -327,6 +333,30 @@ def header_json(frame: ContentHeaderFrame) -> tuple[str, str | None]:
         f'"properties":{{{",".join(parts)}}}}}',
         headers,
     )
+
+
+def _table_json(table: Mapping[str, Any]) -> str:
+    """``_dumps(json_value(table))``, written directly for entries of the usual values (ASCII
+    strings, integers, booleans, void) under ASCII keys; any other value (a nested table,
+    a float...) is encoded the general way, and a key that is not ASCII sends the whole table
+    there."""
+    parts = []
+    for key, tag, value in table_entries(table):
+        if type(key) is not str or not key.isascii() or type(tag) is not str:
+            return _dumps(json_value(table))
+        of = type(value)
+        if of is str and value.isascii():
+            text = _json_string(value)
+        elif of is int:
+            text = int.__repr__(value)
+        elif of is bool:
+            text = "true" if value else "false"
+        elif value is None:
+            text = "null"
+        else:
+            text = _dumps(json_value(value))
+        parts.append(f'{{"key":{_json_string(key)},"tag":{_json_string(tag)},"value":{text}}}')
+    return f"[{','.join(parts)}]"
 
 
 def _header_json_generally(frame: ContentHeaderFrame) -> tuple[str, str | None]:
