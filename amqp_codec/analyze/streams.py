@@ -209,10 +209,9 @@ _ENCODER = json.JSONEncoder(allow_nan=False, separators=(",", ":"), ensure_ascii
 
 
 def _one_encoder() -> Callable[[Any], str]:
-    """``_ENCODER.encode`` with one C encoder made for every call: ``encode`` makes a new
-    one per call (``json.dumps`` a new ``JSONEncoder`` too), which is most of the cost of
-    a small value's JSON. It skips the check for circular values, which JSON values made
-    from decoded frames cannot hold."""
+    """``_ENCODER.encode`` through one C encoder, made once here: ``encode`` makes a new one
+    on every call (and ``json.dumps`` a new ``JSONEncoder`` too). It skips the check for
+    circular values, which JSON values made from decoded frames cannot hold."""
     make = getattr(json.encoder, "c_make_encoder", None)  # not in typeshed: an internal name
     if make is None:  # no C accelerator in this Python: the encoder's own way
         return _ENCODER.encode
@@ -290,9 +289,9 @@ def header_json(frame: ContentHeaderFrame) -> tuple[str, str | None]:
     """``_dumps(frame_fields(frame))`` of a content header, and the JSON of its ``headers``
     table (None when absent), which the message's ``headers`` column holds too.
 
-    Written directly for the usual properties (ASCII strings, integers), with a field table
-    turned into JSON once for both columns: about a third of the time. Anything else (a
-    string to escape, a float, bytes) goes the general way.
+    Written directly for the usual properties (ASCII strings, integers) rather than through
+    a dict of JSON values, with a field table turned into JSON once for both columns.
+    Anything else (a string to escape, a float, bytes) goes the general way.
     """
     props = frame.properties
     kind = type(props)
@@ -554,7 +553,7 @@ class DirectionDissector:
         # Channels with a message in progress, as the dissector's assembler says after each
         # frame (it assembles the messages: FrameEvent.message).
         self.in_progress: set[int] = set()
-        # channel -> (properties of its last content header, their headers as JSON values)
+        # channel -> (properties of its last content header, its headers table's JSON text)
         self.headers_json: dict[int, tuple[Properties, str | None]] = {}
         self.starts: list[int] = []  # stream offsets where pieces start
         self.stamps: list[float] = []  # their timestamps
