@@ -522,6 +522,8 @@ _BATCH_BYTES = 64 * 1024
 #: Pieces indexed (for timestamps and capture files) before those no row can still name are
 #: dropped: the index of a stream dissected in one pass does not grow with the stream.
 INDEX_TRIM = 1 << 16
+# The end of the last piece's range while no piece follows it: past any stream offset.
+_NO_END = 1 << 63
 _CONTENT_FRAMES = (ContentHeaderFrame, ContentBodyFrame, DraftHeaderFrame, DraftBodyFrame)
 
 
@@ -558,7 +560,10 @@ class DirectionDissector:
         self.starts: list[int] = []  # stream offsets where pieces start
         self.stamps: list[float] = []  # their timestamps
         self.captures: list[str] = []  # and capture files
-        self._last_piece = 0  # index in starts of the piece _where found last
+        # _where's last answer, and the stream range [from, to) of the piece it holds for
+        # (still true once _trim_index has dropped that piece).
+        self._found: tuple[float | None, str | None] = (None, None)
+        self._found_from = self._found_to = 0
         self._trim_at = INDEX_TRIM  # len(starts) that sets off the next _trim_index
         self.content: dict[int, tuple[int, float]] = {}  # channel -> content method offset, ts
         self.first = region.index == 0
@@ -683,6 +688,8 @@ class DirectionDissector:
         self.starts.append(position)
         self.stamps.append(ts)
         self.captures.append(capture)
+        if self._found_to > position:  # _where's last piece ends where this one starts
+            self._found_to = position
         # Contiguous pieces are fed together: the dissector's cost is per call as much as
         # per byte, and segments are small.
         if self._batch and self._batch_end != position:
@@ -760,21 +767,19 @@ class DirectionDissector:
 
     def _where(self, offset: int | None) -> tuple[float | None, str | None]:
         """Timestamp and capture file of the piece holding stream byte ``offset``."""
+        # Frames come in stream order: most are in the piece of the frame before.
+        if offset is not None and self._found_from <= offset < self._found_to:
+            return self._found
         starts = self.starts
         if not starts:
             return None, None
         if offset is None:
-            i = 0
-        else:
-            # Frames come in stream order: the piece of the last one is the first guess.
-            i = self._last_piece
-            if not (
-                i < len(starts)
-                and starts[i] <= offset
-                and (i + 1 == len(starts) or offset < starts[i + 1])
-            ):
-                i = self._last_piece = max(bisect.bisect_right(starts, offset) - 1, 0)
-        return self.stamps[i], self.captures[i] or None
+            return self.stamps[0], self.captures[0] or None
+        i = max(bisect.bisect_right(starts, offset) - 1, 0)
+        found = self._found = (self.stamps[i], self.captures[i] or None)
+        self._found_from = starts[i]
+        self._found_to = starts[i + 1] if i + 1 < len(starts) else _NO_END
+        return found
 
     def _ts(self, offset: int) -> float | None:
         return self._where(offset)[0]
@@ -792,7 +797,6 @@ class DirectionDissector:
         cut = bisect.bisect_right(self.starts, oldest) - 1
         if cut > 1:
             del self.starts[1:cut], self.stamps[1:cut], self.captures[1:cut]
-            self._last_piece = max(self._last_piece - (cut - 1), 0)
         self._trim_at = len(self.starts) + INDEX_TRIM
 
     def _owns(self, offset: int) -> bool:
