@@ -31,7 +31,7 @@ import bisect
 import hashlib
 import json
 import struct
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -205,37 +205,8 @@ def frame_fields(frame: Frame) -> dict[str, Any] | None:
     return None
 
 
-_ENCODER = json.JSONEncoder(allow_nan=False, separators=(",", ":"), ensure_ascii=False)
-
-
-def _one_encoder() -> Callable[[Any], str]:
-    """``_ENCODER.encode`` through one C encoder, made once here: ``encode`` makes a new one
-    on every call (and ``json.dumps`` a new ``JSONEncoder`` too). It skips the check for
-    circular values, which JSON values made from decoded frames cannot hold."""
-    make = getattr(json.encoder, "c_make_encoder", None)  # not in typeshed: an internal name
-    if make is None:  # no C accelerator in this Python: the encoder's own way
-        return _ENCODER.encode
-    encode = make(
-        None,  # markers: no check for circular values
-        _ENCODER.default,
-        json.encoder.encode_basestring,
-        None,  # indent
-        _ENCODER.key_separator,
-        _ENCODER.item_separator,
-        _ENCODER.sort_keys,
-        _ENCODER.skipkeys,
-        _ENCODER.allow_nan,
-    )
-    join = "".join
-
-    def dumps(value: Any) -> str:
-        return join(encode(value, 0))
-
-    return dumps
-
-
-#: One encoder for every row; a value's JSON as ``json.dumps`` with these options writes it.
-_dumps = _one_encoder()
+#: One encoder for every row: ``json.dumps`` with options builds a new one per call.
+_dumps = json.JSONEncoder(allow_nan=False, separators=(",", ":"), ensure_ascii=False).encode
 #: How ``_dumps`` writes a string (``ensure_ascii=False``), quotes included.
 _json_string = json.encoder.encode_basestring
 
