@@ -79,7 +79,8 @@ def _struct_array(values: Sequence[tuple[Any, ...] | None], kind: pa.StructType)
 
     width = kind.num_fields
     nulls = [value is None for value in values]
-    if any(nulls):
+    absent = any(nulls)
+    if absent:
         empty = (None,) * width
         values = [empty if value is None else value for value in values]
     fields = [kind.field(i) for i in range(width)]
@@ -87,7 +88,7 @@ def _struct_array(values: Sequence[tuple[Any, ...] | None], kind: pa.StructType)
         pa.array(field_values, type=field.type)
         for field, field_values in zip(fields, zip(*values, strict=True), strict=True)
     ]
-    mask = pa.array(nulls, type=pa.bool_()) if any(nulls) else None
+    mask = pa.array(nulls, type=pa.bool_()) if absent else None
     return pa.StructArray.from_arrays(children, fields=fields, mask=mask)
 
 
