@@ -54,6 +54,7 @@ from .frames import (
     encode_frame,
     encode_message,
 )
+from .message_decoder import MessageDecoder
 from .protocol import ProtocolSpec
 from .replies import close_for_error
 from .table import DEFAULT_MAX_TABLE_DEPTH, FieldArray, FieldTable, Tagged, Timestamp
@@ -105,6 +106,7 @@ __all__ = [
     "LocalProtocolError",
     "Message",
     "MessageAssembler",
+    "MessageDecoder",
     "Method",
     "MethodFrame",
     "NeedData",

@@ -35,12 +35,14 @@ class PendingContent:
     limit: int = 0
     has_header: bool = False
     received: int = 0
-    chunks: list[bytes] = field(default_factory=list)
+    chunks: list[bytes | memoryview] = field(default_factory=list)
 
     def body(self) -> bytes:
-        """The body frames' payloads, joined once (the only frame's payload as it is)."""
+        """The body frames' payloads, joined once (the only frame's bytes payload as it is)."""
         chunks = self.chunks
-        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        if len(chunks) == 1 and type(chunks[0]) is bytes:
+            return chunks[0]
+        return b"".join(chunks)
 
 
 P = TypeVar("P", bound=PendingContent)
@@ -153,14 +155,26 @@ class ContentTracker(Generic[P]):
         self._pending.pop(channel, None)
         raise self._unexpected(self.NO_METHOD if header else self.NO_HEADER, channel)
 
-    def _add_body(self, channel: int, pending: P, payload: bytes) -> None:
+    def _add_body(
+        self, channel: int, pending: P, payload: bytes | memoryview | list[bytes | memoryview]
+    ) -> None:
         """Buffer one body frame's payload, checking the bound first: past ``pending.limit``
-        the message is dropped and :meth:`_overflow`'s error raised, nothing buffered."""
-        pending.received += len(payload)
+        the message is dropped and :meth:`_overflow`'s error raised, nothing buffered.
+
+        The payload is bytes, or, from a decoder with body views on (see
+        :class:`~amqp_codec.assembly.MessageDecoder`), a view of the received bytes or a list
+        of pieces of a frame that spanned received chunks."""
+        if isinstance(payload, list):
+            pending.received += sum(map(len, payload))
+        else:
+            pending.received += len(payload)
         if pending.received > pending.limit:
             del self._pending[channel]
             raise self._overflow(channel, pending)
-        pending.chunks.append(payload)
+        if isinstance(payload, list):
+            pending.chunks.extend(payload)
+        else:
+            pending.chunks.append(payload)
 
     def _finish(self, channel: int, pending: P) -> bytes:
         """The message on ``channel`` is complete: drop it from the state; its body."""

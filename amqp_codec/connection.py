@@ -319,6 +319,9 @@ class Connection:
         self._decoder = FrameDecoder(
             resolved, max_body_size=max_body_size, accept_extended_tags=accept_extended_tags
         )
+        # Body frames go only to the assembler: they may carry views of the received bytes,
+        # so that a message's body is copied once (see amqp_codec.message_decoder).
+        self._decoder._body_views = True
         self._assembler = MessageAssembler(max_body_size=max_body_size)
         self._outbound: list[bytes] = []
         self._events: list[Event] = []  # of the receive_data call in progress

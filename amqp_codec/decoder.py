@@ -118,6 +118,10 @@ _ContentBodyFrameTwin: Final = writable_twin(ContentBodyFrame)
 
 #: Below this many bytes a body piece is sliced rather than viewed (see _spanning_body).
 _SLICE_MAX: Final = 4096
+#: With body views on, a body piece is viewed (not copied) when it is at least this fraction
+#: (1/_VIEW_SHARE) of the received chunk holding it: the chunks a message in progress keeps
+#: alive then add up to at most _VIEW_SHARE times its body bytes.
+_VIEW_SHARE: Final = 4
 #: A frame of at most this many bytes (header and end included) that the last chunk cut is
 #: completed by joining the next chunk to it as soon as it comes (see receive_data); a larger
 #: one waits in the queue for its last chunk.
@@ -193,6 +197,10 @@ class FrameDecoder:
         self._channel_decoders: dict[int, MethodDecoder] = {}
         self._property_decoders: Mapping[int, PropertiesDecoder] = {}
         self._eof = False
+        # Content body frames' payloads as views of the received chunks (memoryview, or a
+        # list of pieces for a frame spanning chunks) rather than bytes: only for a message
+        # assembler in this package, which joins a body once (MessageDecoder, Connection).
+        self._body_views = False
         self.max_frame_size = max_frame_size
         self.max_body_size = max_body_size
         self.max_table_depth = max_table_depth
@@ -350,7 +358,10 @@ class FrameDecoder:
                 elif frame_type == 3 and channel:
                     body = _ContentBodyFrameTwin()
                     body.channel = channel
-                    body.payload = buf[pos + 7 : end]
+                    if self._body_views and size * _VIEW_SHARE >= have:
+                        body.payload = memoryview(buf)[pos + 7 : end]
+                    else:
+                        body.payload = buf[pos + 7 : end]
                     body.__class__ = _ContentBodyFrame
                     self._pos = end + 1
                     return body  # type: ignore[no-any-return]
@@ -485,14 +496,27 @@ class FrameDecoder:
         frame_end = len(last) - (have - size)  # its index in the last chunk
         if last[frame_end] != FRAME_END:
             return None
-        # A piece of a few KiB is sliced (cheaper than making a memoryview of it); a larger
-        # one is joined through a view, so a large body is copied once.
-        head = buf[start:] if in_buf <= _SLICE_MAX else memoryview(buf)[start:]
-        tail = last[:frame_end] if frame_end <= _SLICE_MAX else memoryview(last)[:frame_end]
-        if used == 1:
-            payload = b"".join((head, tail))
+        payload: bytes | list[bytes | memoryview]
+        if self._body_views:
+            # Not joined at all: the pieces go to the message assembler, which joins the
+            # whole body once. A piece that is a small part of its chunk is copied, so that
+            # what the views hold stays within _VIEW_SHARE times the body bytes.
+            head = memoryview(buf)[start:] if in_buf * _VIEW_SHARE >= len(buf) else buf[start:]
+            tail = (
+                memoryview(last)[:frame_end]
+                if frame_end * _VIEW_SHARE >= len(last)
+                else last[:frame_end]
+            )
+            payload = [head, *pending[: used - 1], tail]
         else:
-            payload = b"".join((head, *pending[: used - 1], tail))
+            # A piece of a few KiB is sliced (cheaper than making a memoryview of it); a
+            # larger one is joined through a view, so a large body is copied once.
+            head = buf[start:] if in_buf <= _SLICE_MAX else memoryview(buf)[start:]
+            tail = last[:frame_end] if frame_end <= _SLICE_MAX else memoryview(last)[:frame_end]
+            if used == 1:
+                payload = b"".join((head, tail))
+            else:
+                payload = b"".join((head, *pending[: used - 1], tail))
         # The rest of the last chunk becomes the buffer, in place.
         consumed = have - len(last) - in_buf  # the chunks before it
         self._base += len(buf) + consumed
