@@ -108,6 +108,15 @@ class _Adapter:
     def encoded(self, r: Any) -> bytes:
         return bytes(r)
 
+    def norm_frame(self, f: Any) -> tuple[Any, ...]:
+        raise NotImplementedError
+
+    def norm_message(self, r: Any) -> list[Any]:
+        """A whole message as ``(method frame, header frame, channel, body)`` in the library's
+        own frame forms: normalised as the three frames of a message with one body frame."""
+        method, header, channel, body = r
+        return [self.norm_frame(method), self.norm_frame(header), ("body", channel, bytes(body))]
+
 
 class _FrameListAdapter(_Adapter):
     """An adapter whose publish result is a list of marshalled frames (pika, pamqp)."""
@@ -205,6 +214,26 @@ class Ours(_Adapter):
                 append(frame)
         return out
 
+    def message_assemble(self, stream: fx.Stream) -> Bench:
+        return _chunks_bench(
+            self._message,
+            stream,
+            "new MessageDecoder per run; receive_data per chunk, next_item until NEED_DATA",
+        )
+
+    def _message(self, chunks: list[bytes]) -> Any:
+        dec = self.ac.MessageDecoder(self.spec, frame_max=fx.FRAME_MAX)
+        receive = dec.receive_data
+        next_item = dec.next_item
+        need_data = self.ac.NEED_DATA
+        out: list[Any] = []
+        for data in chunks:
+            receive(data)
+            while (item := next_item()) is not need_data:
+                out.append(item)
+        (message,) = out
+        return message
+
     def table_decode(self, buf: bytes) -> Bench:
         from amqp_codec.table import decode_table
 
@@ -251,6 +280,13 @@ class Ours(_Adapter):
         ac = self.ac
         kinds = (ac.MethodFrame, ac.ContentHeaderFrame, ac.ContentBodyFrame, ac.HeartbeatFrame)
         return _norm_object_frame(f, kinds, "channel", "payload")
+
+    def norm_message(self, r: Any) -> list[Any]:
+        ac = self.ac
+        header = ac.ContentHeaderFrame(r.channel, r.method.CLASS_ID, len(r.body), r.properties)
+        return super().norm_message(
+            (ac.MethodFrame(r.channel, r.method), header, r.channel, r.body)
+        )
 
 
 # ============================================================================================
@@ -308,6 +344,20 @@ def _pika_buffer_loop(chunks: list[bytes]) -> list[Any]:
     return out
 
 
+def _pika_message(chunks: list[bytes]) -> Any:
+    """pika's receive path for one message: the buffer loop, then each frame to the channel's
+    ContentFrameAssembler, which joins the body fragments when the last one comes."""
+    from pika.channel import ContentFrameAssembler
+
+    process = ContentFrameAssembler().process
+    for frame_value in _pika_buffer_loop(chunks):
+        message = process(frame_value)
+        if message is not None:
+            method, header, body = message
+            return method, header, header.channel_number, body
+    raise ValueError("no whole message")
+
+
 class Pika(_FrameListAdapter):
     key = "pika"
     label = "pika"
@@ -344,6 +394,13 @@ class Pika(_FrameListAdapter):
             _pika_buffer_loop,
             stream,
             "Connection._on_data_available per chunk (bytes +=, decode_frame, slice)",
+        )
+
+    def message_assemble(self, stream: fx.Stream) -> Bench:
+        return _chunks_bench(
+            _pika_message,
+            stream,
+            "Connection._on_data_available per chunk, then channel.ContentFrameAssembler",
         )
 
     def table_decode(self, buf: bytes) -> Bench:
@@ -437,6 +494,15 @@ def _pamqp_buffer_loop(chunks: list[bytes]) -> list[Any]:
     return out
 
 
+def _pamqp_message(chunks: list[bytes]) -> Any:
+    """pamqp has no message assembly: the buffer loop, then the body frames' values joined."""
+    from pamqp.body import ContentBody
+
+    frames = _pamqp_buffer_loop(chunks)
+    body = b"".join([v.value for _count, _channel, v in frames if type(v) is ContentBody])
+    return frames[0], frames[1], frames[1][1], body
+
+
 def _pamqp_publish(
     channel: int, method: Any, properties: Any, body_value: bytes, frame_max: int = fx.FRAME_MAX
 ) -> list[bytes]:
@@ -500,6 +566,13 @@ class Pamqp(_FrameListAdapter):
             stream,
             "aiorabbit-style buffer per chunk (bytes +=, unmarshal, slice; "
             "UnmarshalingException = incomplete)",
+        )
+
+    def message_assemble(self, stream: fx.Stream) -> Bench:
+        return _chunks_bench(
+            _pamqp_message,
+            stream,
+            "the buffer loop per chunk (as stream decode), then the body values joined",
         )
 
     def table_decode(self, buf: bytes) -> Bench:
@@ -710,6 +783,31 @@ class PyAmqp(_Adapter):
             else:
                 append((frame_type, channel, payload))
         return out
+
+    def message_assemble(self, stream: fx.Stream) -> Bench:
+        return Bench(
+            "_r = run(data, count)",
+            {"run": self._message, "data": stream.data, "count": stream.frame_count},
+            "Transport.read_frame over an in-memory socket (as stream decode), then "
+            "method_framing.frame_handler's steps: loads(args), Message.inbound_header, "
+            "Message.inbound_body (which joins the body)",
+        )
+
+    def _message(self, data: bytes, count: int) -> Any:
+        loads = self.amqp.serialization.loads
+        t = _pyamqp_transport()
+        t._quick_recv = io.BytesIO(data).read
+        read_frame = t.read_frame
+        _frame_type, channel, payload = read_frame()
+        sig = unpack_from(">HH", payload, 0)
+        method = (1, channel, (sig, loads(self.args[sig], payload, 4)[0]))
+        msg = self.amqp.basic_message.Message(frame_method=sig, frame_args=payload)
+        _frame_type, channel, payload = read_frame()
+        msg.inbound_header(payload)
+        while not msg.ready:
+            _frame_type, channel, payload = read_frame()
+            msg.inbound_body(payload)
+        return method, (2, channel, msg), channel, msg.body
 
     def table_decode(self, buf: bytes) -> Bench:
         return Bench(

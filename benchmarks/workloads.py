@@ -34,7 +34,7 @@ class Workload:
     title: str
     unit: str  # what one "op" is
     description: str
-    kind: str  # "frames" | "table" | "encode-frames" | "encode-table"
+    kind: str  # "frames" | "message" | "table" | "encode-frames" | "encode-table"
     make: Callable[[Any], Bench]
     expected: Callable[[], Any]
     ops_scale: int = 1  # frames per op, for frames/s
@@ -43,7 +43,7 @@ class Workload:
 
     @property
     def decodes(self) -> bool:
-        return self.kind in ("frames", "table")
+        return self.kind in ("frames", "message", "table")
 
 
 @dataclass
@@ -179,7 +179,28 @@ def build(stream: fx.Stream, large: fx.Stream) -> list[Workload]:
             bytes_per_op=large.counts["bytes"],
             target=LARGE_MESSAGE_TARGET_RATIO,
         ),
+        Workload(
+            "7b-large-message-assemble",
+            f"the same {large.counts['body_bytes'] // 1024} KiB message, assembled",
+            "message",
+            "workload 7's chunks to the whole message: method, properties and the body in one "
+            "bytes object, by each library's own message assembly (pamqp has none: its body "
+            "frames' values joined)",
+            "message",
+            lambda p: p.message_assemble(large),
+            lambda: _whole_message(large),
+            ops_scale=large.frame_count,
+            bytes_per_op=large.counts["bytes"],
+            target=LARGE_MESSAGE_TARGET_RATIO,
+        ),
     ]
+
+
+def _whole_message(stream: fx.Stream) -> list[Any]:
+    """A stream of one message as its method frame, header frame and one body of them all."""
+    method, header, *bodies = stream.objects
+    body = b"".join(b.payload for b in bodies)
+    return [*_frames([method, header]), ("body", header.channel, body)]
 
 
 def _run_once(bench: Bench) -> Any:
@@ -214,6 +235,8 @@ def verify(workload: Workload, peer: Any, ours_bytes: bytes | None = None) -> Ve
             got: Any = [
                 peer.norm_frame(f) for f in (result if isinstance(result, list) else [result])
             ]
+        elif workload.kind == "message":
+            got = peer.norm_message(result)
         elif workload.kind == "table":
             got = peer.norm_table(result)
         elif workload.kind == "encode-frames":
@@ -231,7 +254,7 @@ def verify(workload: Workload, peer: Any, ours_bytes: bytes | None = None) -> Ve
                 wire_identical = raw == ours_bytes
         else:
             raise ValueError(workload.kind)
-        if workload.kind in ("frames", "table") and hasattr(peer, "expect_decoded"):
+        if workload.decodes and hasattr(peer, "expect_decoded"):
             expected, deviation = peer.expect_decoded(expected)
             if deviation:
                 notes.append(f"known deviation accepted: {deviation}")
