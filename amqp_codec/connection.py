@@ -393,7 +393,9 @@ class Connection:
     @property
     def decoder(self) -> FrameDecoder:
         """The frame decoder reading the peer's bytes (its ``frame_max`` is the negotiated
-        one; ``accept_extended_tags`` may be changed)."""
+        one; ``accept_extended_tags`` may be changed). Its frames are the connection's to
+        take: its content body frames carry views of the received bytes for the connection's
+        message assembly, not ``bytes`` payloads."""
         return self._decoder
 
     @property

@@ -8,7 +8,10 @@ many concurrent AMQP 0-9-1 connections, cached between runs), measures:
 * the whole pipeline, :func:`amqp_codec.analyze.run` (read, shuffle by connection, reassemble,
   decode, write four Parquet tables and ``report.html``), in local mode with 1 and with 2
   cores (``local[1]``, ``local[2]``), each in a fresh process so each starts its own JVM:
-  the time is the job's own wall time (``Summary.seconds``, JVM start included);
+  the time is the job's own wall time (``Summary.seconds``, JVM start included); with
+  ``--pin``, ``local[1]`` again with the whole process tree confined to one CPU, which is
+  what one core means (``local[1]`` alone runs one Spark task at a time, but the driver's
+  head start and the JVM's threads use the other CPUs);
 * ``tshark`` dissecting the same traffic as AMQP (``-d tcp.port==5672,amqp``) with TCP
   reassembly, printing the type of every AMQP frame, over the set merged into one file with
   ``mergecap`` (untimed: a rotated set is one capture to Wireshark once merged, and that is how
@@ -210,13 +213,22 @@ def bench_read_capture(files: list[Path], expected_packets: int) -> Result:
 
 
 def bench_pipeline(
-    files: list[Path], counts: Counts, cores: int, scratch: Path, log: Path
+    files: list[Path],
+    counts: Counts,
+    cores: int,
+    scratch: Path,
+    log: Path,
+    cpus: int | None = None,
 ) -> Result:
     """Time amqp_codec.analyze.run in local[cores], in a fresh child process.
 
+    With ``cpus``, the child and everything it starts (the JVM, Python workers) may run on
+    that many CPUs only (their affinity): ``local[1]`` alone still lets the driver, the JVM's
+    own threads and the head start use every CPU, so it is not a run on one core.
     The job's progress goes to ``log`` (a long run can be followed with ``tail -f``).
     """
-    result = Result(f"pipeline local[{cores}]", load=_load())
+    name = f"pipeline local[{cores}]" + (f" on {cpus} CPU{'s' * (cpus > 1)}" if cpus else "")
+    result = Result(name, load=_load())
     out = scratch / f"out-local-{cores}"
     env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable)
     job = [sys.executable, "-c", _JOB, json.dumps([str(p) for p in files]), str(out)]
@@ -229,6 +241,7 @@ def bench_pipeline(
             stderr=err,
             text=True,
             stdin=subprocess.DEVNULL,
+            preexec_fn=(lambda: os.sched_setaffinity(0, range(cpus))) if cpus else None,
         )
         with TreeCpu(child.pid) as cpu:
             stdout, _ = child.communicate()
@@ -324,14 +337,14 @@ def _fmt(value: float | None, spec: str) -> str:
 def table(results: Sequence[Result]) -> str:
     """The results as a text table."""
     head = (
-        f"{'':<34} {'seconds':>9} {'MB/s':>8} {'frames/s':>10} {'CPU s':>8} {'MB/CPU s':>9}"
+        f"{'':<44} {'seconds':>9} {'MB/s':>8} {'frames/s':>10} {'CPU s':>8} {'MB/CPU s':>9}"
         f" {'peak RSS MB':>11}  {'load 1m':>7}  check"
     )
     lines = [head, "-" * len(head)]
     for r in results:
         rss = None if r.peak_rss is None else r.peak_rss / 1e6
         lines.append(
-            f"{r.name:<34} {_fmt(r.seconds, '9.1f')} {_fmt(r.mb_per_s, '8.2f')} "
+            f"{r.name:<44} {_fmt(r.seconds, '9.1f')} {_fmt(r.mb_per_s, '8.2f')} "
             f"{_fmt(r.frames_per_s, '10,.0f')} {_fmt(r.cpu_seconds, '8.1f')} "
             f"{_fmt(r.mb_per_cpu_s, '9.2f')} {_fmt(rss, '11,.0f')}  {r.load[0]:7.2f}  {r.check}"
         )
@@ -371,6 +384,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--cores", default="1,2", help="local[N] pipeline runs, comma-separated (default 1,2)"
+    )
+    parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="also run each local[N] with fewer cores than the machine's confined to N CPUs",
     )
     parser.add_argument("--no-tshark", action="store_true", help="skip the tshark comparison")
     parser.add_argument("--read", action="store_true", help="also time read_capture alone")
@@ -417,6 +435,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 log = args.cache / f"pipeline-{label}-{size}-local-{n}.log"
                 print(f"  (running local[{n}]: progress in {log})", flush=True)
                 done(bench_pipeline(files, c, n, Path(scratch), log))
+                if args.pin and n < (os.cpu_count() or 1):
+                    log = log.with_name(f"{log.stem}-on-{n}-cpus.log")
+                    print(f"  (running local[{n}] on {n} CPUs: progress in {log})", flush=True)
+                    done(bench_pipeline(files, c, n, Path(scratch), log, cpus=n))
         _ratios(mine)
         print(flush=True)
 
@@ -439,10 +461,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _ratios(results: Sequence[Result]) -> None:
     """Scaling from 1 to more cores, and speed against tshark, measured in the same run."""
     pipelines = [r for r in results if "pipeline" in r.name and r.seconds]
-    one = next((r for r in pipelines if r.name.endswith("local[1]")), None)
-    for r in pipelines:
-        if one and one.seconds and r is not one and r.seconds:
-            print(f"  scaling: {r.name} is {one.seconds / r.seconds:.2f}x local[1]")
+    for base in ("local[1]", "local[1] on 1 CPU"):
+        one = next((r for r in pipelines if r.name.endswith(base)), None)
+        for r in pipelines:
+            if one and one.seconds and r.seconds and "local[1]" not in r.name:
+                print(f"  scaling: {r.name} is {one.seconds / r.seconds:.2f}x {base}")
     tshark = next((r for r in results if "tshark" in r.name and r.seconds), None)
     if tshark and tshark.seconds:
         for r in pipelines:
