@@ -118,9 +118,11 @@ _ContentBodyFrameTwin: Final = writable_twin(ContentBodyFrame)
 
 #: Below this many bytes a body piece is sliced rather than viewed (see _spanning_body).
 _SLICE_MAX: Final = 4096
-#: With body views on, a body piece is viewed (not copied) when it is at least this fraction
-#: (1/_VIEW_SHARE) of the received chunk holding it: the chunks a message in progress keeps
-#: alive then add up to at most _VIEW_SHARE times its body bytes.
+#: With body views on, a body frame in one chunk is viewed (not copied) when it is larger
+#: than _SLICE_MAX (a slice is cheaper than a view joined later) and at least this fraction
+#: (1/_VIEW_SHARE) of the received chunk holding it, as is a piece of one spanning chunks: the
+#: chunks a message in progress keeps alive then add up to at most _VIEW_SHARE times its
+#: body bytes.
 _VIEW_SHARE: Final = 4
 #: A frame of at most this many bytes (header and end included) that the last chunk cut is
 #: completed by joining the next chunk to it as soon as it comes (see receive_data); a larger
@@ -358,7 +360,7 @@ class FrameDecoder:
                 elif frame_type == 3 and channel:
                     body = _ContentBodyFrameTwin()
                     body.channel = channel
-                    if self._body_views and size * _VIEW_SHARE >= have:
+                    if size > _SLICE_MAX and self._body_views and size * _VIEW_SHARE >= have:
                         body.payload = memoryview(buf)[pos + 7 : end]
                     else:
                         body.payload = buf[pos + 7 : end]

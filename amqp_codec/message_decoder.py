@@ -62,6 +62,9 @@ class MessageDecoder:
         self.decoder = FrameDecoder(spec, max_body_size=max_body_size, **decoder_options)
         self.decoder._body_views = True
         self.assembler = MessageAssembler(max_body_size=max_body_size, mid_stream=mid_stream)
+        # Bound once: next_item runs per frame.
+        self._next_frame = self.decoder.next_frame
+        self._feed = self.assembler.feed
 
     def receive_data(self, data: bytes | bytearray | memoryview) -> None:
         """Queue bytes received from the peer; ``b""`` marks the end of the stream."""
@@ -69,8 +72,8 @@ class MessageDecoder:
 
     def next_item(self) -> Message | Frame | Literal[NeedData.NEED_DATA]:
         """The next whole message or other frame, or :data:`NEED_DATA`."""
-        next_frame = self.decoder.next_frame
-        feed = self.assembler.feed
+        next_frame = self._next_frame
+        feed = self._feed
         while True:
             try:
                 frame = next_frame()
