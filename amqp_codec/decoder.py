@@ -499,10 +499,12 @@ class FrameDecoder:
         if last[frame_end] != FRAME_END:
             return None
         payload: bytes | list[bytes | memoryview]
-        if self._body_views:
+        if self._body_views and size >= used * _SLICE_MAX:
             # Not joined at all: the pieces go to the message assembler, which joins the
             # whole body once. A piece that is a small part of its chunk is copied, so that
-            # what the views hold stays within _VIEW_SHARE times the body bytes.
+            # what the views hold stays within _VIEW_SHARE times the body bytes; a frame in
+            # chunks of a few KiB or less on average is joined here, as without views, so
+            # that a message does not keep one object per tiny chunk it came in.
             head = memoryview(buf)[start:] if in_buf * _VIEW_SHARE >= len(buf) else buf[start:]
             tail = (
                 memoryview(last)[:frame_end]

@@ -240,6 +240,22 @@ def test_small_pieces_of_a_frame_across_chunks_are_copied(cut):
     assert pending.received == 32768
 
 
+def test_a_frame_in_tiny_chunks_is_joined_not_kept_in_pieces():
+    # One object per 100-byte chunk kept until the message completes would cost more than
+    # the body: such a frame is joined when it completes, as FrameDecoder does.
+    spec = v0_9_1
+    body = bytes(range(256)) * 400  # 100 KiB, in one frame of a 200 KiB body
+    data = encode_frame(MethodFrame(1, _deliver(spec, 1)))
+    data += encode_frame(ContentHeaderFrame(1, 60, 2 * len(body), spec.BasicProperties()))
+    data += encode_frame(ContentBodyFrame(1, body))
+    decoder = MessageDecoder(spec)
+    for chunk in chunked(data, [100]):
+        decoder.receive_data(chunk)
+        assert list(decoder) == []
+    [pending] = decoder.assembler._pending.values()
+    assert pending.received == len(body) and [type(c) for c in pending.chunks] == [bytes]
+
+
 def test_a_body_over_max_body_size_closes_only_its_channel():
     spec = v0_9_1
     data = encode_message(1, _deliver(spec, 1), spec.BasicProperties(), b"x" * 50, 0)
