@@ -79,7 +79,7 @@ def _captures() -> list[bytes]:
 
 def seeds(target: str) -> list[bytes]:
     """The seed inputs of ``target`` (a name in ``targets.TARGETS``)."""
-    if target == "decoder-0-9-1" or target == "decoder-detect":
+    if target in ("decoder-0-9-1", "decoder-detect", "message-decoder"):
         raw = _streams_0_9_1()
     elif target == "decoder-0-8":
         raw = _streams_0_8()
