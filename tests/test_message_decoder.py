@@ -15,17 +15,16 @@ import pytest
 from connection_support import with_channel
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from message_support import apart, together
 from strategies import examples
 
 from amqp_codec import (
-    NEED_DATA,
     AMQPDecodeError,
     ContentBodyFrame,
     ContentHeaderFrame,
     FrameDecoder,
     HeartbeatFrame,
     Message,
-    MessageAssembler,
     MessageDecoder,
     MethodFrame,
     encode_frame,
@@ -87,76 +86,25 @@ def chunked(data: bytes, sizes: list[int]) -> list[bytes]:
     return chunks
 
 
-def _error(exc: AMQPDecodeError) -> tuple[Any, ...]:
-    return ("error", type(exc).__name__, exc.reply_code, exc.offset, exc.channel, str(exc))
-
-
-def _is_content(frame: Any) -> bool:
-    if isinstance(frame, MethodFrame):
-        return bool(frame.method.HAS_CONTENT)
-    return isinstance(frame, (ContentHeaderFrame, ContentBodyFrame))
-
-
-def apart(version: str, frame_max: int, chunks: list[bytes]) -> list[Any]:
-    """What FrameDecoder and MessageAssembler used apart make of ``chunks``: messages, the
-    frames that are not content, and errors (after a soft one, decoding goes on)."""
-    decoder = FrameDecoder(VERSIONS[version], frame_max=frame_max)
-    assembler = MessageAssembler()
-    out: list[Any] = []
-    for chunk in [*chunks, b""]:
-        decoder.receive_data(chunk)
-        while True:
-            try:
-                frame = decoder.next_frame()
-            except AMQPDecodeError as exc:
-                if exc.hard or not exc.channel:
-                    return [*out, _error(exc)]
-                out.append(_error(assembler.abandon(exc)))
-                continue
-            if frame is NEED_DATA:
-                break
-            try:
-                message = assembler.feed(frame)
-            except AMQPDecodeError as exc:
-                out.append(_error(exc))
-                continue
-            if message is not None:
-                out.append(message)
-            elif not _is_content(frame):
-                out.append(frame)
-    return out
-
-
-def held_within_bound(decoder: MessageDecoder) -> None:
-    """The chunks each message in progress keeps alive through views: at most four times
-    the body bytes it has received."""
+def held_within_bound(decoder: MessageDecoder, item: Any = None) -> None:
+    """Bodies come out as bytes, and the chunks each message in progress keeps alive through
+    views add up to at most four times the body bytes it has received."""
+    if isinstance(item, Message):
+        assert type(item.body) is bytes
     for pending in decoder.assembler._pending.values():
         held = {id(c.obj): len(c.obj) for c in pending.chunks if type(c) is memoryview}  # type: ignore[arg-type]
         assert sum(held.values()) <= 4 * pending.received
 
 
-def together(version: str, frame_max: int, chunks: list[bytes]) -> list[Any]:
-    decoder = MessageDecoder(VERSIONS[version], frame_max=frame_max)
-    out: list[Any] = []
-    last_error = None
-    for chunk in [*chunks, b""]:
-        decoder.receive_data(chunk)
-        while True:
-            try:
-                item = decoder.next_item()
-            except AMQPDecodeError as exc:
-                if exc is last_error:  # raised again: the decoder is failed
-                    return out
-                out.append(_error(exc))
-                last_error = exc
-                continue
-            held_within_bound(decoder)
-            if item is NEED_DATA:
-                break
-            if isinstance(item, Message):
-                assert type(item.body) is bytes
-            out.append(item)
-    return out
+def outcomes(version: str, frame_max: int, chunks: list[bytes]) -> tuple[list[Any], list[Any]]:
+    """MessageDecoder's results on ``chunks``, and those of FrameDecoder and MessageAssembler
+    used apart."""
+    spec = VERSIONS[version]
+    decoder = MessageDecoder(spec, frame_max=frame_max)
+    return (
+        together(decoder, chunks, held_within_bound),
+        apart(FrameDecoder(spec, frame_max=frame_max), chunks),
+    )
 
 
 chunk_sizes = st.lists(st.integers(1, 140_000), min_size=1, max_size=6)
@@ -166,8 +114,8 @@ chunk_sizes = st.lists(st.integers(1, 140_000), min_size=1, max_size=6)
 @given(streams(), chunk_sizes)
 def test_same_as_decoder_and_assembler_apart(stream, sizes):
     version, frame_max, data = stream
-    chunks = chunked(data, sizes)
-    assert together(version, frame_max, chunks) == apart(version, frame_max, chunks)
+    mine, theirs = outcomes(version, frame_max, chunked(data, sizes))
+    assert mine == theirs
 
 
 @settings(max_examples=examples(150), deadline=None)
@@ -179,8 +127,8 @@ def test_same_on_damaged_bytes(stream, sizes, damage):
     damaged = bytearray(data)
     for where, value in damage:
         damaged[where % len(data)] = value
-    chunks = chunked(bytes(damaged), sizes)
-    assert together(version, frame_max, chunks) == apart(version, frame_max, chunks)
+    mine, theirs = outcomes(version, frame_max, chunked(bytes(damaged), sizes))
+    assert mine == theirs
 
 
 def test_a_large_body_is_viewed_and_joined_once():
@@ -202,22 +150,37 @@ def test_a_large_body_is_viewed_and_joined_once():
     assert message.body == body and type(message.body) is bytes
 
 
-def test_a_small_piece_of_a_large_chunk_is_copied():
-    # A 10-byte body frame at the end of a chunk mostly made of another channel's frames:
-    # viewing it would keep the whole chunk alive for ten bytes.
+@pytest.mark.parametrize(("size", "viewed"), [(10, False), (6000, False), (20_000, True)])
+def test_a_body_frame_in_one_chunk_is_viewed_only_if_large_in_it(size, viewed):
+    # A body frame at the end of a chunk of about 36 KB mostly made of another channel's
+    # frames: a view would keep the whole chunk alive, so only a frame that is a quarter of
+    # it or more (and more than a few KiB, where a slice costs less) is viewed.
     spec = v0_9_1
     filler = b"".join(encode_frame(MethodFrame(2, spec.Basic.Ack(n))) for n in range(1, 2000))
     start = encode_frame(MethodFrame(1, _deliver(spec, 1))) + encode_frame(
-        ContentHeaderFrame(1, 60, 20, spec.BasicProperties())
+        ContentHeaderFrame(1, 60, size + 10, spec.BasicProperties())
     )
+    first = bytes(range(256)) * (size // 256) + bytes(size % 256)
     decoder = MessageDecoder(spec)
-    decoder.receive_data(start + filler + encode_frame(ContentBodyFrame(1, b"0123456789")))
+    decoder.receive_data(start + filler + encode_frame(ContentBodyFrame(1, first)))
     assert all(isinstance(item, MethodFrame) for item in decoder)
     [pending] = decoder.assembler._pending.values()
-    assert [type(c) for c in pending.chunks] == [bytes]
+    assert [type(c) for c in pending.chunks] == [memoryview if viewed else bytes]
     decoder.receive_data(encode_frame(ContentBodyFrame(1, b"abcdefghij")))
     [message] = list(decoder)
-    assert message.body == b"0123456789abcdefghij"
+    assert message.body == first + b"abcdefghij"
+
+
+def test_a_small_body_frame_alone_in_its_chunk_is_sliced():
+    # Viewing it would save nothing: a view joined later costs more than a slice.
+    spec = v0_9_1
+    decoder = MessageDecoder(spec)
+    decoder.receive_data(encode_frame(MethodFrame(1, _deliver(spec, 1))))
+    decoder.receive_data(encode_frame(ContentHeaderFrame(1, 60, 200, spec.BasicProperties())))
+    decoder.receive_data(encode_frame(ContentBodyFrame(1, b"x" * 100)))
+    assert list(decoder) == []
+    [pending] = decoder.assembler._pending.values()
+    assert [type(c) for c in pending.chunks] == [bytes]
 
 
 @pytest.mark.parametrize("cut", [100, 30_000])

@@ -27,13 +27,9 @@ from typing import Any
 from amqp_codec import (
     NEED_DATA,
     AMQPDecodeError,
-    ContentBodyFrame,
-    ContentHeaderFrame,
     FrameDecoder,
     Message,
-    MessageAssembler,
     MessageDecoder,
-    MethodFrame,
     encode_frame,
     v0_8,
     v0_9_1,
@@ -148,80 +144,30 @@ def _decoder_target(spec: ProtocolSpec | None, prefix: bytes = b"") -> Target:
     return target
 
 
-def _item(item: Any) -> tuple[Any, ...]:
-    """A message or frame as bytes to compare (a decoded NaN is not equal to itself)."""
-    if isinstance(item, Message):
-        props = item.properties.encode()
-        return ("message", item.channel, item.method.encode(), props, item.body)
-    return ("frame", encode_frame(item))
-
-
-def _messages(pieces: Iterable[bytes], data: bytes) -> list[Any]:
-    """What a MessageDecoder fed ``pieces`` returns and raises, until its decoder fails;
-    checks the bodies' type and size and that only decode errors escape."""
-    decoder = MessageDecoder(v0_9_1.SPEC, accept_extended_tags=True)
-    out: list[Any] = []
-    last: AMQPDecodeError | None = None
-    for piece in [*pieces, b""]:
-        decoder.receive_data(piece)
-        while True:
-            try:
-                item = decoder.next_item()
-            except AMQPDecodeError as exc:
-                if exc is last:  # raised again: the decoder failed
-                    return out
-                if exc.offset is not None:
-                    assert 0 <= exc.offset <= len(data), "error offset outside the input"
-                out.append((type(exc), exc.offset, exc.reason, exc.channel, exc.reply_code))
-                last = exc
-                continue
-            if item is NEED_DATA:
-                break
-            if isinstance(item, Message):
-                assert type(item.body) is bytes, "a body that is not bytes"
-                assert len(item.body) <= len(data), "a body larger than the input"
-            out.append(_item(item))
-            assert len(out) <= len(data) // 8 + 2
-    return out
-
-
 def message_decoder(data: bytes) -> None:
     """MessageDecoder (body frames as views of the input) in one piece and in small pieces
-    against FrameDecoder's frames assembled apart: the same messages, frames and errors."""
+    against FrameDecoder's frames assembled apart: the same messages, frames and errors;
+    bodies are bytes no larger than the input, error offsets inside it."""
+    from message_support import apart, together
+
     knob, stream = split(data)
-    whole = _messages([stream], stream)
-    assert _messages(chunks(stream, knob), stream) == whole, "the result depends on the chunking"
-    decoder = FrameDecoder(v0_9_1.SPEC, accept_extended_tags=True)
-    assembler = MessageAssembler()
-    apart: list[Any] = []
-    try:
-        decoder.receive_data(stream)
-        decoder.receive_data(b"")
-        while True:
-            try:
-                frame = decoder.next_frame()
-            except AMQPDecodeError as exc:
-                if exc.hard or not exc.channel:
-                    raise
-                exc = assembler.abandon(exc)
-                apart.append((type(exc), exc.offset, exc.reason, exc.channel, exc.reply_code))
-                continue
-            if frame is NEED_DATA:
-                break
-            try:
-                message = assembler.feed(frame)
-            except AMQPDecodeError as exc:
-                apart.append((type(exc), exc.offset, exc.reason, exc.channel, exc.reply_code))
-                continue
-            if message is not None:
-                apart.append(_item(message))
-            elif not isinstance(frame, ContentHeaderFrame | ContentBodyFrame) and not (
-                isinstance(frame, MethodFrame) and frame.method.HAS_CONTENT
-            ):
-                apart.append(_item(frame))
-    except AMQPDecodeError as exc:
-        apart.append((type(exc), exc.offset, exc.reason, exc.channel, exc.reply_code))
-    assert whole == apart, "MessageDecoder differs from FrameDecoder and MessageAssembler"
+
+    def check(decoder: MessageDecoder, item: Any) -> None:
+        if isinstance(item, Message):
+            assert type(item.body) is bytes, "a body that is not bytes"
+            assert len(item.body) <= len(stream), "a body larger than the input"
+        elif isinstance(item, AMQPDecodeError) and item.offset is not None:
+            assert 0 <= item.offset <= len(stream), "error offset outside the input"
+
+    def decoder() -> MessageDecoder:
+        return MessageDecoder(v0_9_1.SPEC, accept_extended_tags=True)
+
+    whole = together(decoder(), [stream], check)
+    assert len(whole) <= len(stream) // 8 + 2, "more items than frames fit in the input"
+    pieces = together(decoder(), chunks(stream, knob), check)
+    assert pieces == whole, "the result depends on the chunking"
+    frames = apart(FrameDecoder(v0_9_1.SPEC, accept_extended_tags=True), [stream])
+    assert whole == frames, "MessageDecoder differs from FrameDecoder and MessageAssembler"
 
 
 # -- targets ---------------------------------------------------------------------------------
