@@ -786,14 +786,14 @@ class PyAmqp(_Adapter):
 
     def message_assemble(self, stream: fx.Stream) -> Bench:
         return Bench(
-            "_r = run(data, count)",
-            {"run": self._message, "data": stream.data, "count": stream.frame_count},
+            "_r = run(data)",
+            {"run": self._message, "data": stream.data},
             "Transport.read_frame over an in-memory socket (as stream decode), then "
             "method_framing.frame_handler's steps: loads(args), Message.inbound_header, "
             "Message.inbound_body (which joins the body)",
         )
 
-    def _message(self, data: bytes, count: int) -> Any:
+    def _message(self, data: bytes) -> Any:
         loads = self.amqp.serialization.loads
         t = _pyamqp_transport()
         t._quick_recv = io.BytesIO(data).read
