@@ -11,6 +11,10 @@ raises, the channel's message in progress has been dropped and the next frames a
 from a clean state. A capture that starts mid-connection, or lost frames to a decode error,
 can say so (``mid_stream=True``, :meth:`MessageAssembler.forget`): content frames on a
 channel in an unknown state are then not checked until that channel's next method.
+
+Fed frames from a :class:`~amqp_codec.FrameDecoder`, a body is copied twice: into each
+frame's payload, then joined. :class:`~amqp_codec.MessageDecoder` decodes bytes straight
+into messages and copies each body once.
 """
 
 from __future__ import annotations
