@@ -162,7 +162,7 @@ class ContentTracker(Generic[P]):
         the message is dropped and :meth:`_overflow`'s error raised, nothing buffered.
 
         The payload is bytes, or, from a decoder with body views on (see
-        :class:`~amqp_codec.assembly.MessageDecoder`), a view of the received bytes or a list
+        :class:`~amqp_codec.MessageDecoder`), a view of the received bytes or a list
         of pieces of a frame that spanned received chunks."""
         if isinstance(payload, list):
             pending.received += sum(map(len, payload))
