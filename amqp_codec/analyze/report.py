@@ -248,19 +248,22 @@ def _clients(tops: Tops) -> list[dict[str, Any]]:
 
 
 def summarize(
-    spark: SparkSession,
+    spark: SparkContext | SparkSession,
     out: str,
     counts: Mapping[str, int] | None = None,
     captures: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Every figure of the report, computed from the tables in ``out``, JSON-ready.
 
+    ``spark``: the context (or session) whose executors read the tables.
     ``counts``: the rows of each table when the caller knows them (else they are counted).
     ``captures``: the capture files the run read (else those the tables name).
     """
     from importlib.metadata import PackageNotFoundError, version
 
-    sc = spark.sparkContext
+    from pyspark import SparkContext
+
+    sc = spark if isinstance(spark, SparkContext) else spark.sparkContext
     tally = tally_tables(sc, out)
     lo, hi = tally.span()
     span = (hi - lo) if lo is not None and hi is not None else 0.0
@@ -536,7 +539,7 @@ def _dumps(summary: Mapping[str, Any]) -> str:
 
 
 def write_report(
-    spark: SparkSession,
+    spark: SparkContext | SparkSession,
     out: str,
     counts: Mapping[str, int] | None = None,
     captures: Sequence[str] | None = None,
