@@ -17,11 +17,20 @@ from typing import Any
 
 import dpkt
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from amqp_codec.capture import CaptureProblem, Segment, capture_files, read_capture
-from amqp_codec.capture.packets import CaptureLayout, RangeRead, capture_layout, read_range
+from amqp_codec.capture.packets import (
+    _SYNC_CHAIN,
+    _SYNC_SPAN,
+    CaptureLayout,
+    RangeRead,
+    _pcap_record_end,
+    capture_layout,
+    find_record,
+    read_range,
+)
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 
@@ -777,3 +786,84 @@ def test_gzip_compressed_captures(tmp_path: Path) -> None:
     assert [p.kind for p in problems(write(tmp_path / "e.gz", gzip.compress(b"text")))] == [
         "not-a-capture"
     ]
+
+
+# ---------------------------------------------------------------------------- finding a record
+
+
+def _find_record_at_every_offset(layout: CaptureLayout, pos: int) -> int:
+    """``find_record`` for a pcap as the plain loop over every offset: the reference that its
+    search for candidate offsets must equal."""
+    if pos <= layout.first_record:
+        return layout.first_record
+    data: Any = Path(layout.path).read_bytes()
+    size = min(layout.size, len(data))
+    for candidate in range(pos, size):
+        cursor = candidate
+        for _ in range(_SYNC_CHAIN):
+            following = _pcap_record_end(layout, data, cursor, size)
+            if following is None:
+                break
+            cursor = following
+            if cursor == size:
+                return candidate
+        else:
+            return candidate
+    return layout.size
+
+
+_SECONDS = st.integers(0, 2**32 - 1)
+
+
+@st.composite
+def _pcap_with_garbage(draw: st.DrawFn) -> tuple[bytes, str]:
+    """A pcap whose records (timestamps near the first's or not, fractions in range or not)
+    lie between runs of random bytes, which may look like record headers."""
+    order = draw(st.sampled_from(["<", ">"]))
+    nano = draw(st.booleans())
+    first = draw(st.one_of(_SECONDS, st.integers(1_500_000_000, 1_900_000_000)))  # or today's
+    divisor = 10**9 if nano else 10**6
+    span = int(_SYNC_SPAN)
+    edges = st.sampled_from([-span - 1, -span, span, span + 1])  # just in and out of range
+    near = st.one_of(st.integers(-span, span), st.integers(-2 * span, 2 * span), edges).map(
+        lambda d: min(max(first + d, 0), 2**32 - 1)
+    )
+    record = st.just(None)
+    body = b""
+    # Mostly records, so that runs of them make chains a candidate must be followed by.
+    pieces = st.lists(st.one_of(st.binary(max_size=40), record, record, record), max_size=12)
+    for piece in draw(pieces):
+        if piece is None:  # a record
+            sec = draw(st.one_of(near, near, _SECONDS))
+            frac = draw(st.integers(0, divisor + 10))
+            data = draw(st.binary(max_size=60))
+            header = struct.pack(order + "IIII", sec, frac, len(data), len(data))
+            body += header + data
+        else:
+            body += piece
+    first_record = struct.pack(order + "IIII", first, 0, 4, 4) + b"\x00" * 4
+    snaplen = draw(st.sampled_from([64, 65535, 262144, 2**32 - 1]))
+    magic = 0xA1B23C4D if nano else 0xA1B2C3D4
+    head = struct.pack(order + "IHHiIII", magic, 2, 4, 0, 0, snaplen, 1)
+    return head + first_record + body, order
+
+
+@settings(max_examples=300)
+@given(_pcap_with_garbage())
+def test_a_pcap_record_is_found_where_trying_every_offset_finds_it(
+    tmp_path_factory: pytest.TempPathFactory, made: tuple[bytes, str]
+) -> None:
+    path = tmp_path_factory.mktemp("find") / "f.pcap"
+    path.write_bytes(made[0])
+    layout = capture_layout(str(path))
+    assert isinstance(layout, CaptureLayout)
+    for pos in range(layout.first_record, layout.size + 1):
+        assert find_record(layout, pos) == _find_record_at_every_offset(layout, pos), pos
+
+
+def test_a_pcap_record_is_found_in_real_captures_as_at_every_offset() -> None:
+    for path in sorted([*SAMPLES.glob("*.pcap"), *(SAMPLES / "captures").glob("*.pcap")]):
+        layout = capture_layout(str(path))
+        assert isinstance(layout, CaptureLayout)
+        for pos in range(layout.first_record, layout.size, 7):
+            assert find_record(layout, pos) == _find_record_at_every_offset(layout, pos)

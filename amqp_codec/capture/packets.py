@@ -60,8 +60,10 @@ from __future__ import annotations
 import functools
 import gzip
 import ipaddress
+import math
 import mmap
 import os
+import re
 import struct
 import tempfile
 import zlib
@@ -1014,10 +1016,18 @@ def find_record(layout: CaptureLayout, pos: int) -> int:
             pos += -pos % 4  # blocks are 32-bit aligned from the start of the file
             step = 4
             plausible = _pcapng_record_end
+            pattern = None
         else:
             step = 1
             plausible = _pcap_record_end
+            # Only offsets whose header octets can pass the checks, found by the regex engine:
+            # trying every offset in Python cost a 64 MiB split of 64 KiB packets 50 ms.
+            pattern = _pcap_header_pattern(layout)
         while pos < size:
+            if pattern is not None:
+                pos = _search(pattern, mm, pos, size)
+                if pos == size:
+                    break
             cursor = pos
             for _ in range(_SYNC_CHAIN):
                 following = plausible(layout, mm, cursor, size)
@@ -1030,6 +1040,34 @@ def find_record(layout: CaptureLayout, pos: int) -> int:
                 return pos
             pos += step
     return layout.size
+
+
+def _search(pattern: re.Pattern[bytes], mm: mmap.mmap, pos: int, size: int) -> int:
+    """Where ``pattern`` first matches in ``mm[pos:size]``, else ``size``. (The match, which
+    holds on to the map, is gone once this returns: the map can then be closed.)"""
+    match = pattern.search(mm, pos, size)
+    return size if match is None else match.start()
+
+
+def _pcap_header_pattern(layout: CaptureLayout) -> re.Pattern[bytes]:
+    """A regex that matches (as an empty lookahead) at each offset where a pcap record header
+    could pass :func:`_pcap_record_end`: the most significant octets of its seconds, fraction
+    and captured length each within what those checks allow. A necessary condition only:
+    every match is still checked."""
+    lo, hi = 0, 2**32 - 1
+    if layout.first_ts is not None:
+        lo = max(lo, math.ceil(layout.first_ts - _SYNC_SPAN))
+        hi = min(hi, math.floor(layout.first_ts + _SYNC_SPAN))
+    highest = (
+        (lo >> 24, hi >> 24),  # seconds
+        (0, (layout.divisor - 1) >> 24),  # fraction
+        (0, min(layout.max_caplen, 2**32 - 1) >> 24),  # captured length
+    )
+    fields = []
+    for low, high in highest:
+        octet = b"[" + re.escape(bytes([low])) + b"-" + re.escape(bytes([high])) + b"]"
+        fields.append(octet + b"..." if layout.order == ">" else b"..." + octet)
+    return re.compile(b"(?s)(?=" + b"".join(fields) + b")")
 
 
 def _pcap_record_end(layout: CaptureLayout, mm: mmap.mmap, pos: int, size: int) -> int | None:
