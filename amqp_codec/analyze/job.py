@@ -20,8 +20,9 @@ gigabytes, or a file of thousands of short ones).
    edge, say) is dissected again in one pass, and its region rows are dropped. The rows that
    depended on earlier regions are resolved, and the driver writes them with the
    ``connections`` rows and the capture problems.
-5. **Report** (:mod:`~.report`): tasks read the tables back with Arrow; the bounded figures
-   are tallied per task, the top-N lists go through a shuffle (no Spark SQL query).
+5. **Report** (:mod:`~.report`): the bounded figures were tallied per file as the tasks
+   wrote them (files the check step rewrote are read again); the top-N lists are read from
+   the tables with Arrow and go through a shuffle (no Spark SQL query).
 
 Every table equals what one pass over each whole stream gives
 (:func:`~.streams.analyze_connection`).
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
     from .plan import Plan, StreamPlan
     from .regions import PartWindow, Task, TaskResult
     from .scan import PartKey, Split, SplitScan
+    from .tally import Tally
 
 __all__ = [
     "DEFAULT_PORTS",
@@ -61,6 +63,7 @@ __all__ = [
     "write_tables",
     "DEFAULT_SPLIT_BYTES",
     "Summary",
+    "Written",
     "add_arguments",
     "main",
     "run",
@@ -106,6 +109,19 @@ class Summary:
         lines.append(f"tables in {self.out}")
         lines.append(f"report: {self.report}")
         return "\n".join(lines)
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """What :func:`write_tables` wrote."""
+
+    counts: dict[str, int]
+    """Rows per table."""
+    redissected: int
+    """Streams whose regions did not meet and were dissected again in one pass."""
+    tallies: dict[str, Tally]
+    """Per table file (by path), the report's bounded figures of its rows, counted as it was
+    written (:func:`~amqp_codec.analyze.report.summarize` takes them)."""
 
 
 # ------------------------------------------------------------------------------------------
@@ -446,7 +462,7 @@ def run(
     # is left writing there.
     with staged_output(out) as staging:
 
-        def tables(mapper: Mapper) -> tuple[dict[str, int], int]:
+        def tables(mapper: Mapper) -> Written:
             return write_tables(
                 files,
                 staging,
@@ -485,14 +501,15 @@ def run(
             )
             mapper = _SparkMapper(sc, say, size)
             if head is None or begun is None:
-                counts, redissected = tables(mapper)
+                written = tables(mapper)
             else:
                 if begun.running():
                     _start_workers(sc)
                 head.take_over(mapper)
-                counts, redissected = begun.result()
+                written = begun.result()
+            counts, redissected = written.counts, written.redissected
             say("writing report.html")
-            write_report(sc, staging, counts, files)
+            write_report(sc, staging, counts, files, written.tallies)
         except BaseException:
             if sc is not None and not own:
                 # A session we leave running: no job of this run goes on in it.
@@ -575,10 +592,10 @@ def write_tables(
     mapper: Mapper = local_map,
     say: Callable[[str], None] | None = None,
     problems: Sequence[tuple[Any, ...]] = (),
-) -> tuple[dict[str, int], int]:
+) -> Written:
     """Scan, plan, dissect and check ``captures`` (files or folders) into the four tables
-    under ``out``: the rows per table, and the number of streams dissected again in one pass.
-    :func:`run` does this on Spark; with the default ``mapper`` it runs in this process.
+    under ``out``. :func:`run` does this on Spark; with the default ``mapper`` it runs in
+    this process.
     ``problems``: rows the caller found (inputs it skipped), written with the driver's."""
     from amqp_codec.analyze.plan import make_plan
     from amqp_codec.analyze.regions import complete_heads, run_task
@@ -737,15 +754,16 @@ def _finish(
     out: str,
     bodies: bool,
     problems: Sequence[tuple[Any, ...]],
-) -> tuple[dict[str, int], int]:
+) -> Written:
     """Check the streams, dissect again those whose regions do not meet, write the driver's
-    rows; the rows per table and the number of streams dissected again."""
+    rows."""
     from amqp_codec.analyze.parquet import TableWriters, filter_file
     from amqp_codec.analyze.plan import check_stream
     from amqp_codec.analyze.regions import PartWindow, Task, fallback_region, run_task
     from amqp_codec.analyze.tables import TABLES
 
     counts = dict.fromkeys(TABLES, 0)
+    tallies: dict[str, Tally] = {}
     edges: dict[int, dict[int, Any]] = {}
     facts: dict[int, dict[int, Any]] = {}
     files_of: dict[int, set[tuple[str, str]]] = {}
@@ -753,6 +771,7 @@ def _finish(
     for result in results:
         for table, n in result.rows.items():
             counts[table] += n
+        tallies.update(result.tallies)
         for region in result.regions:
             edges.setdefault(region.stream, {})[region.index] = region.edge
             facts.setdefault(region.stream, {})[region.index] = region.facts
@@ -787,6 +806,7 @@ def _finish(
         for stream in streams:
             for table, path in files_of.pop(stream.id, set()):
                 counts[table] -= filter_file(path, table, drop)
+                tallies.pop(path, None)  # no longer what the file holds: read it again
             extra_problems.pop(stream.id, None)
             verdicts.pop(stream.id, None)
         fallback = [
@@ -808,6 +828,7 @@ def _finish(
         for result in mapper("dissecting again", run_task, fallback):
             for table, n in result.rows.items():
                 counts[table] += n
+            tallies.update(result.tallies)
             for region in result.regions:
                 facts[region.stream] = {0: region.facts}
                 rules[region.stream] = region.edge.rules
@@ -832,7 +853,8 @@ def _finish(
     _driver_rows(driver, plan, scans, facts, tcp, extra_problems, rules)
     for table, n in driver.close().items():
         counts[table] += n
-    return counts, len(redone)
+    tallies.update(driver.tallies)
+    return Written(counts, len(redone), tallies)
 
 
 def _merged_methods(parts: dict[int, Any]) -> dict[str, tuple[int, float, Any]]:

@@ -2,7 +2,9 @@
 
 A task of the job writes its rows straight into its own part file of each table
 (``OUT/frames/part-00012.parquet``...) in row groups of bounded size, so no row crosses
-into Spark's JVM: Spark schedules the tasks and reads the finished tables for the report.
+into Spark's JVM: Spark only schedules the tasks. Each file's
+:class:`~amqp_codec.analyze.tally.Tally` (the report's bounded figures) is counted from the
+batches as they are written, so the report need not read back what a task wrote.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .tables import TABLES, Columns
+from .tally import Tally
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -128,7 +131,8 @@ def _dictionary_columns(columns: Columns) -> list[str]:
 class TableWriters:
     """One part file per table under ``out``, named ``part-{name}.parquet``; rows are
     buffered per table and written in row groups. Every table gets its file, empty or not,
-    so that each table's folder always holds its schema."""
+    so that each table's folder always holds its schema. :attr:`tallies` holds each file's
+    tally once :meth:`close` has returned."""
 
     def __init__(self, out: str, name: str) -> None:
         self.out = out
@@ -138,6 +142,7 @@ class TableWriters:
         self.counts: dict[str, int] = dict.fromkeys(TABLES, 0)
         self._writers: dict[str, Any] = {}
         self.files: dict[str, str] = {}
+        self.tallies: dict[str, Tally] = {}  # path -> the tally of the rows written there
 
     def add(self, table: str, row: tuple[Any, ...]) -> None:
         self.extend(((table, row),))
@@ -170,9 +175,12 @@ class TableWriters:
                 use_dictionary=_dictionary_columns(TABLES[table]),
             )
             self.files[table] = path
+            self.tallies[path] = Tally(rows={table: 0})
         if rows:
             columns = TABLES[table]
-            writer.write_batch(_batch(columns, writer.schema, rows))
+            batch = _batch(columns, writer.schema, rows)
+            writer.write_batch(batch)
+            self.tallies[self.files[table]].add(table, batch)
             self.counts[table] += len(rows)
             rows.clear()
             self.held[table] = 0

@@ -34,6 +34,7 @@ from .plan import (
 )
 from .scan import HEAD_BYTES, PartKey, PartKeys, Split, segments_of, unwrap
 from .streams import DirectionDissector, Edge, _Facts
+from .tally import Tally
 
 __all__ = [
     "PartCounts",
@@ -97,6 +98,8 @@ class TaskResult:
     parts: list[PartCounts] = field(default_factory=list)
     rows: dict[str, int] = field(default_factory=dict)
     files: dict[str, str] = field(default_factory=dict)
+    tallies: dict[str, Tally] = field(default_factory=dict)
+    """Per part file written: the report's figures of its rows (see :mod:`.tally`)."""
     bytes: int = 0
 
 
@@ -347,6 +350,7 @@ def run_task(task: Task) -> TaskResult:
     result.parts = list(source.counts.values())
     result.rows = writers.close()
     result.files = dict(writers.files)
+    result.tallies = writers.tallies
     if task.split is not None:
         result.bytes = task.split.end - task.split.start
     return result
