@@ -346,7 +346,7 @@ def _start_workers(sc: SparkContext) -> None:
     executors' Python daemon and workers to start; later jobs do not. Run while the head
     start still has tasks to begin, that wait overlaps the tasks it keeps doing meanwhile,
     and Spark's share then starts at once: on 1 GB, runs took 0.95x the time (26 November
-    2026, farm-bench, one connection in 65000-byte segments and many connections)."""
+    2026, whole-process timing, one connection in 65000-byte segments and many connections)."""
     from amqp_codec.analyze.head_start import start_worker
 
     cores = max(sc.defaultParallelism, 1)
