@@ -26,6 +26,7 @@ from spark_support import (
     interleave,
     message_frames,
     opening,
+    spark,
     write_pcap,
 )
 
@@ -49,6 +50,8 @@ from amqp_codec.frames import ContentBodyFrame, HeartbeatFrame, MethodFrame
 from amqp_codec.v0_9_1 import Basic, Channel
 
 pq = pytest.importorskip("pyarrow.parquet")
+
+__all__ = ["spark"]  # the session fixture, imported for pytest
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples" / "captures"
 
@@ -175,6 +178,22 @@ def test_long_streams_are_dissected_in_parallel_regions(
     streams damaged right at a region's edge."""
     redone = _check(captures, tmp_path / "out", 30_000)
     assert redone <= 1
+
+
+def test_a_report_after_streams_were_dissected_again_is_that_of_its_tables(
+    captures: list[str], tmp_path: Path, spark: Any
+) -> None:
+    """On Spark: the tallies the tasks counted as they wrote, and the files the check step
+    rewrote read again, give the figures of reading every table."""
+    from amqp_codec.analyze.job import run
+    from amqp_codec.analyze.report import SUMMARY_NAME, _dumps, summarize
+    from amqp_codec.capture.packets import capture_files
+
+    result = run(captures, str(tmp_path / "out"), spark=spark, split_bytes=1500, progress=False)
+    assert result.redissected
+    written = (tmp_path / "out" / SUMMARY_NAME).read_text(encoding="utf-8")
+    read = summarize(spark, result.out, result.counts, capture_files(captures))
+    assert written == _dumps(read) + "\n"
 
 
 def test_retransmissions_and_reordering_across_splits(tmp_path: Path) -> None:
