@@ -175,10 +175,12 @@ import amqp_codec.analyze.regions as regions
 
 driver = os.getpid()
 started = []
+switch_intervals = []  # while tasks run here
 run_task, start_workers = regions.run_task, job._start_workers
 
 def held_run_task(task):
     if os.getpid() == driver:
+        switch_intervals.append(sys.getswitchinterval())
         deadline = time.monotonic() + 120
         while not started and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -190,8 +192,12 @@ def recorded_start_workers(sc):
 
 regions.run_task = held_run_task
 job._start_workers = recorded_start_workers
+before = sys.getswitchinterval()
 job.run(sys.argv[1], sys.argv[2], master="local[2]", progress=False, split_bytes=4096)
 assert started == [2], started
+# The GIL changes hands more often while tasks run here, and as before once the run ends.
+assert set(switch_intervals) == {job._HEAD_START_SWITCH_INTERVAL} != {before}, switch_intervals
+assert sys.getswitchinterval() == before
 """
 
 

@@ -8,12 +8,17 @@ up, the tasks it has not begun go to Spark as usual, and its results join theirs
 tables cannot tell where a task ran. A small capture may be done before Spark is up. A
 cluster's driver does not do this (it may be far from the captures, and has other work).
 
-The tasks' thread holds the GIL that the thread starting the JVM needs after each of the
-py4j calls creating a session, so the session comes up later (on two cores, 4 to 5 s
-instead of 3). Measured on 1 GB of many connections (26 November 2026, two runs of each),
-that costs less than the work done meanwhile: a GIL handed over every 0.2 ms brought the session up at 3.7 s but left a scan
-to Spark, and the run took 17.2 to 17.8 s; the same tasks in a forked process, 16.9 to
-17.9 s; in this thread, 15.9 to 16.9 s.
+The tasks' thread holds the GIL that the thread starting the JVM needs back after each
+py4j call, and at Python's default switch interval (5 ms) each reply can wait that long:
+on 1 GB in one connection the SparkContext took 2.8 to 3.2 s to come up instead of 1.9 s.
+So while the head start runs, the job hands the GIL over every 0.5 ms instead
+(``_HEAD_START_SWITCH_INTERVAL`` in :mod:`~amqp_codec.analyze.job`, restored when the run
+ends); a CPU-bound thread then gives way quickly, and only when another thread asks.
+Whole commands alternated with the default (26 November 2026, four pairs on each 1 GB
+set): 0.96x the wall time in one connection of 1448-byte segments, 0.98x of 65000-byte
+segments, 0.96x on many connections. (On the earlier job, which started a SparkSession,
+0.2 ms left a scan task to Spark and was slower; the same tasks in a forked process were
+slower still than in this thread.)
 
 Once the session is up, the driver starts the executors' Python workers (:func:`start_worker`,
 a job of one small task per core) before Spark takes over, while the tasks here go on: a

@@ -236,6 +236,9 @@ class _Watcher:
 #: they save in a job whose JVM mostly schedules Python tasks. They go before
 #: ``spark.driver.extraJavaOptions``, whose options win.
 _DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+#: The interpreter's switch interval while the head start runs tasks in the driver (seconds;
+#: Python's default is 0.005). See :mod:`~amqp_codec.analyze.head_start`.
+_HEAD_START_SWITCH_INTERVAL = 0.0005
 
 
 @contextlib.contextmanager
@@ -481,6 +484,7 @@ def run(
         begun: _Background | None = None
         sc: SparkContext | None = None
         own = False
+        switch_interval = sys.getswitchinterval()
         try:
             if spark is None:
                 if master and _running_context() is None:
@@ -491,6 +495,7 @@ def run(
                 # to the log file.
                 with say.held():
                     if head is not None:
+                        sys.setswitchinterval(_HEAD_START_SWITCH_INTERVAL)
                         begun = _Background(tables, head)
                     sc, own = _context(master, progress, verbose)
             else:
@@ -523,6 +528,7 @@ def run(
                 _stop(sc)
             if begun is not None:
                 begun.wait()  # nothing of it is left writing into the staging folder
+            sys.setswitchinterval(switch_interval)
     report = os.path.join(out, REPORT_NAME)
     summary = Summary(
         out=out,
