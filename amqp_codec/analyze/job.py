@@ -284,8 +284,9 @@ def _context(master: str | None, progress: bool, verbose: bool) -> tuple[SparkCo
     """A SparkContext to run in, and whether it is ours to stop (not one already running).
 
     Only a context, no SparkSession: the job runs no SQL, and a session's start costs the
-    driver's JVM 0.5 to 1 s of CPU more (0.4 to 0.7 s of wall time on the 2-core machine,
-    four starts alternated; the JVM's whole start is 1.7 to 2.7 s of CPU)."""
+    driver's JVM more. Up, the JVM had used 1.7 to 1.8 s of CPU with a context alone and
+    2.4 to 2.7 s with a session, which also came up 0.4 to 0.7 s later (the 2-core machine,
+    two starts of each, alternated)."""
     # Executors must run this interpreter (the one with amqp-codec installed), not "python3".
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark import SparkConf, SparkContext

@@ -1021,7 +1021,7 @@ def find_record(layout: CaptureLayout, pos: int) -> int:
             step = 1
             plausible = _pcap_record_end
             # Only offsets whose header octets can pass the checks, found by the regex engine:
-            # trying every offset in Python cost a 64 MiB split of 64 KiB packets 50 ms.
+            # trying every offset in Python cost a 64 MiB split of 64 KiB packets 12 ms.
             pattern = _pcap_header_pattern(layout)
         while pos < size:
             if pattern is not None:
