@@ -2,9 +2,10 @@
 
 A task of the job writes its rows straight into its own part file of each table
 (``OUT/frames/part-00012.parquet``...) in row groups of bounded size, so no row crosses
-into Spark's JVM: Spark only schedules the tasks. Each file's
-:class:`~amqp_codec.analyze.tally.Tally` (the report's bounded figures) is counted from the
-batches as they are written, so the report need not read back what a task wrote.
+into Spark's JVM: Spark only schedules the tasks. The
+:class:`~amqp_codec.analyze.tally.Tally` (the report's bounded figures) of each file of
+:data:`TALLIED_AS_WRITTEN` is counted from the batches as they are written, so the report
+need not read those files back.
 """
 
 from __future__ import annotations
@@ -19,8 +20,13 @@ from .tally import Tally
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["ROW_GROUP", "TableWriters", "arrow_schema", "filter_file"]
+__all__ = ["ROW_GROUP", "TALLIED_AS_WRITTEN", "TableWriters", "arrow_schema", "filter_file"]
 
+#: The tables whose files' tallies are counted as they are written. Each is a few kB, but
+#: the driver holds one per task and table: a ``problems`` tally keeps up to
+#: :data:`~amqp_codec.analyze.tally.PROBLEMS_LISTED` whole rows, so those files (few rows
+#: but in damaged captures) are read back by the report instead.
+TALLIED_AS_WRITTEN = frozenset({"frames", "messages", "connections"})
 #: Rows held per table before they are written as a row group...
 ROW_GROUP = 20_000
 #: ...or bytes of the column that can be large, whichever first.
@@ -131,8 +137,8 @@ def _dictionary_columns(columns: Columns) -> list[str]:
 class TableWriters:
     """One part file per table under ``out``, named ``part-{name}.parquet``; rows are
     buffered per table and written in row groups. Every table gets its file, empty or not,
-    so that each table's folder always holds its schema. :attr:`tallies` holds each file's
-    tally once :meth:`close` has returned."""
+    so that each table's folder always holds its schema. :attr:`tallies` holds the tally of
+    each file of :data:`TALLIED_AS_WRITTEN` once :meth:`close` has returned."""
 
     def __init__(self, out: str, name: str) -> None:
         self.out = out
@@ -175,12 +181,14 @@ class TableWriters:
                 use_dictionary=_dictionary_columns(TABLES[table]),
             )
             self.files[table] = path
-            self.tallies[path] = Tally(rows={table: 0})
+            if table in TALLIED_AS_WRITTEN:
+                self.tallies[path] = Tally(rows={table: 0})
         if rows:
             columns = TABLES[table]
             batch = _batch(columns, writer.schema, rows)
             writer.write_batch(batch)
-            self.tallies[self.files[table]].add(table, batch)
+            if table in TALLIED_AS_WRITTEN:
+                self.tallies[self.files[table]].add(table, batch)
             self.counts[table] += len(rows)
             rows.clear()
             self.held[table] = 0

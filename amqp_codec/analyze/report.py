@@ -26,11 +26,12 @@ How the figures are computed, and why so:
   time span, per capture file figures, problems per kind, the first problems listed, and
   the fifteen largest distinct messages' sizes) come from a
   :class:`~amqp_codec.analyze.tally.Tally` per table file, added up here. Each has a bound
-  that does not depend on the capture. In a run of the job, each file's tally was counted
-  from the batches its writer wrote (:class:`~amqp_codec.analyze.parquet.TableWriters`),
-  in the task that wrote it; a file the check step rewrote after its task, and any file of
-  an output folder given to :func:`summarize` alone, is read instead, a Spark task per
-  share of such files (only the columns needed).
+  that does not depend on the capture. In a run of the job, the tally of each file of the
+  ``frames``, ``messages`` and ``connections`` tables was counted from the batches its
+  writer wrote (:class:`~amqp_codec.analyze.parquet.TableWriters`), in the task that wrote
+  it; the ``problems`` files, a file the check step rewrote after its task, and any file of
+  an output folder given to :func:`summarize` alone are read instead, a Spark task per share
+  of such files (only the columns needed).
 * **Unbounded figures** (the top exchanges and routing keys, the clients, the largest
   messages) group by values a capture may hold millions of; they go through Spark's
   shuffle, which spills, and only each partition's best fifteen reach the driver
