@@ -20,9 +20,10 @@ gigabytes, or a file of thousands of short ones).
    edge, say) is dissected again in one pass, and its region rows are dropped. The rows that
    depended on earlier regions are resolved, and the driver writes them with the
    ``connections`` rows and the capture problems.
-5. **Report** (:mod:`~.report`): the bounded figures were tallied per file as the tasks
-   wrote them (files the check step rewrote are read again); the top-N lists are read from
-   the tables with Arrow and go through a shuffle (no Spark SQL query).
+5. **Report** (:mod:`~.report`): the bounded figures of the frames, messages and
+   connections files were tallied as the tasks wrote them; the problems files and the files
+   the check step rewrote are read again. The top-N lists are read from the tables with
+   Arrow and go through a shuffle (no Spark SQL query).
 
 Every table equals what one pass over each whole stream gives
 (:func:`~.streams.analyze_connection`).
