@@ -54,6 +54,8 @@ from typing import Any, cast
 
 from ._table_decode import _EXACT, DEFAULT_MAX_TABLE_DEPTH, _key_step, decode_table
 from ._table_values import (
+    _EPOCH,
+    _EPOCH_NAIVE,
     EMPTY_TABLE,
     FieldArray,
     FieldTable,
@@ -229,21 +231,42 @@ def _append_plain(value: Any, parts: list[bytes]) -> None:
     elif value is None:
         parts.append(b"V")
     elif t is dict:
-        parts.append(b"F")
-        parts.append(encode_table(value))
+        # Nested containers are encoded here rather than through encode_table and
+        # _encode_array: their tag and size go out in one pack, with no extra call or copy.
+        if value:
+            nested: list[bytes] = []
+            _encode_entries(value, nested)
+            body = b"".join(nested)
+            parts.append(_pack_tag_size(70, len(body)))
+            parts.append(body)
+        else:
+            parts.append(b"F\x00\x00\x00\x00")
     elif t is bytes:
         parts.append(_pack_tag_size(120, len(value)))
         parts.append(value)
     elif t is float:
         parts.append(_pack_tag_double(100, value))
     elif t is list:
-        parts.append(b"A")
-        parts.append(_encode_array(value))
+        items: list[bytes] = []
+        position = 0
+        try:
+            for item in value:
+                _append_plain(item, items)
+                position += 1
+        except AMQPEncodeError as exc:
+            exc.field = f"[{position}]" + (exc.field or "")
+            raise
+        body = b"".join(items)
+        parts.append(_pack_tag_size(65, len(body)))
+        parts.append(body)
     elif t is Decimal:
-        parts.append(b"D")
         parts.append(_encode_decimal(value))
     elif t is _dt.datetime:
-        parts.append(_encode_timestamp(value))
+        delta = value - (_EPOCH_NAIVE if value.tzinfo is None else _EPOCH)
+        seconds = delta.days * 86400 + delta.seconds  # Timestamp.from_datetime, inline
+        if seconds < 0:
+            raise AMQPEncodeError("timestamps before 1970 do not fit an AMQP timestamp")
+        parts.append(_pack_tag_timestamp(84, seconds))
     elif t is Tagged:
         _encode_value(value.tag, value.value, parts)
     else:
@@ -356,7 +379,7 @@ _VALUE_ENCODERS: dict[str, Callable[[Any], bytes]] = {
     "A": lambda value: b"A" + _encode_array(value),
     "t": _encode_bool,
     "V": _encode_void,
-    "D": lambda value: b"D" + _encode_decimal(value),
+    "D": lambda value: _encode_decimal(value),  # defined below
     "T": _encode_timestamp,
 }
 
@@ -384,6 +407,7 @@ def _encode_array(values: Any) -> bytes:
 
 
 def _encode_decimal(value: Any) -> bytes:
+    """The tag ``D`` and the decimal's scale and digits."""
     if not isinstance(value, Decimal):
         raise AMQPEncodeError(f"tag 'D' takes a decimal.Decimal, not {type(value).__name__}")
     # str() of a Decimal is exact; without an exponent it is digits with an optional point,
@@ -393,28 +417,33 @@ def _encode_decimal(value: Any) -> bytes:
         raise AMQPEncodeError(
             f"{text[:20]}... does not fit an AMQP decimal (scale 0..255, signed 32-bit digits)"
         )
-    if "E" not in text and "N" not in text and "I" not in text:  # not 1E+2, NaN, Infinity
-        point = text.find(".")
-        if point < 0:
-            scale, mantissa = 0, int(text)
-        else:
-            scale, mantissa = len(text) - point - 1, int(text[:point] + text[point + 1 :])
-    elif not value.is_finite():
-        raise AMQPEncodeError(f"{value} cannot be an AMQP decimal")
-    else:
-        exponent = cast(int, value.as_tuple().exponent)  # an int for every finite Decimal
-        scale = max(-exponent, 0)  # 1E+2 is written exactly as 100 with scale 0
-        # adjusted() >= 10 means |value| >= 1e10: too big, and not worth building the int.
-        too_big = bool(value) and value.adjusted() >= 10
-        mantissa = 2**31 if too_big or scale > 255 else int(value.scaleb(scale, _EXACT))
+    whole, _, fraction = text.partition(".")
+    digits = whole + fraction
+    if digits.isdigit() or (digits[0] == "-" and digits[1:].isdigit()):
+        scale, mantissa = len(fraction), int(digits)
+    else:  # an exponent (1E+2, 1.5E-7), or no number (NaN, Infinity)
+        scale, mantissa = _scale_and_digits(value)
     if scale > 255 or not -(2**31) <= mantissa < 2**31:
         raise AMQPEncodeError(
             f"{value} does not fit an AMQP decimal (scale 0..255, signed 32-bit digits)"
         )
-    return _pack_decimal(scale, mantissa)
+    return _pack_tag_decimal(68, scale, mantissa)
 
 
-_pack_decimal = struct.Struct(">Bi").pack
+def _scale_and_digits(value: Decimal) -> tuple[int, int]:
+    """A decimal with an exponent: its scale and digits (digits past 32 bits when too big);
+    raises for one that is not finite."""
+    if not value.is_finite():
+        raise AMQPEncodeError(f"{value} cannot be an AMQP decimal")
+    exponent = cast(int, value.as_tuple().exponent)  # an int for every finite Decimal
+    scale = max(-exponent, 0)  # 1E+2 is written exactly as 100 with scale 0
+    # adjusted() >= 10 means |value| >= 1e10: too big, and not worth building the int.
+    too_big = bool(value) and value.adjusted() >= 10
+    mantissa = 2**31 if too_big or scale > 255 else int(value.scaleb(scale, _EXACT))
+    return scale, mantissa
+
+
+_pack_tag_decimal = struct.Struct(">BBi").pack
 
 
 # --------------------------------------------------------------------------------------------
@@ -536,7 +565,7 @@ def reread_decimal(value: Decimal, reading: str) -> Decimal:
     """
     if reading not in DECIMAL_READINGS:
         raise ValueError(f"reading must be one of {', '.join(DECIMAL_READINGS)}, not {reading!r}")
-    scale, raw = _unpack_decimal_raw(_encode_decimal(value))
+    scale, raw = _unpack_decimal_raw(_encode_decimal(value)[1:])
     if reading == "unsigned":
         digits = Decimal(raw)
     elif reading == "sign-magnitude":
