@@ -207,7 +207,16 @@ def _encode_entries(table: Mapping[str, Any], parts: list[bytes]) -> None:
             return
         for key, value in table.items():
             parts.append(_key_cache.get(key) or _encoded_key(key))
-            _append_plain(value, parts)
+            # Strings and ints, most entries of real tables, without a call.
+            t = type(value)
+            if t is str:
+                raw = value.encode()
+                parts.append(_pack_tag_size(83, len(raw)))
+                parts.append(raw)
+            elif t is int and -2147483648 <= value <= 2147483647:
+                parts.append(_pack_tag_int(73, value))
+            else:
+                _append_plain(value, parts)
     except AMQPEncodeError as exc:
         exc.field = _key_step(key) + (exc.field or "")
         raise
