@@ -207,7 +207,9 @@ def _encode_entries(table: Mapping[str, Any], parts: list[bytes]) -> None:
             return
         for key, value in table.items():
             parts.append(_key_cache.get(key) or _encoded_key(key))
-            # Strings and ints, most entries of real tables, without a call.
+            # _append_plain's first two branches, repeated: strings and ints are most entries
+            # of real tables, and the call costs about as much as encoding one (the 10-entry
+            # table of the benchmark: 4.3 us with the call, 4.1 us without).
             t = type(value)
             if t is str:
                 raw = value.encode()
