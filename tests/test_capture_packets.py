@@ -22,10 +22,10 @@ from hypothesis import strategies as st
 
 from amqp_codec.capture import CaptureProblem, Segment, capture_files, read_capture
 from amqp_codec.capture.packets import (
-    _SYNC_CHAIN,
     _SYNC_SPAN,
     CaptureLayout,
     RangeRead,
+    _chain_holds,
     _pcap_record_end,
     capture_layout,
     find_record,
@@ -799,15 +799,7 @@ def _find_record_at_every_offset(layout: CaptureLayout, pos: int) -> int:
     data: Any = Path(layout.path).read_bytes()
     size = min(layout.size, len(data))
     for candidate in range(pos, size):
-        cursor = candidate
-        for _ in range(_SYNC_CHAIN):
-            following = _pcap_record_end(layout, data, cursor, size)
-            if following is None:
-                break
-            cursor = following
-            if cursor == size:
-                return candidate
-        else:
+        if _chain_holds(_pcap_record_end, layout, data, candidate, size):
             return candidate
     return layout.size
 

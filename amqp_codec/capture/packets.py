@@ -1028,18 +1028,30 @@ def find_record(layout: CaptureLayout, pos: int) -> int:
                 pos = _search(pattern, mm, pos, size)
                 if pos == size:
                     break
-            cursor = pos
-            for _ in range(_SYNC_CHAIN):
-                following = plausible(layout, mm, cursor, size)
-                if following is None:
-                    break
-                cursor = following
-                if cursor == size:
-                    return pos
-            else:
+            if _chain_holds(plausible, layout, mm, pos, size):
                 return pos
             pos += step
     return layout.size
+
+
+def _chain_holds(
+    plausible: Callable[[CaptureLayout, Any, int, int], int | None],
+    layout: CaptureLayout,
+    data: Any,
+    pos: int,
+    size: int,
+) -> bool:
+    """Whether a record at ``pos`` and the ones after it (up to :data:`_SYNC_CHAIN`, or to
+    the end of the data) all look right to ``plausible``, which gives a record's end."""
+    cursor = pos
+    for _ in range(_SYNC_CHAIN):
+        following = plausible(layout, data, cursor, size)
+        if following is None:
+            return False
+        cursor = following
+        if cursor == size:
+            return True
+    return True
 
 
 def _search(pattern: re.Pattern[bytes], mm: mmap.mmap, pos: int, size: int) -> int:
