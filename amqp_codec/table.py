@@ -258,16 +258,7 @@ def _append_plain(value: Any, parts: list[bytes]) -> None:
     elif t is float:
         parts.append(_pack_tag_double(100, value))
     elif t is list:
-        items: list[bytes] = []
-        position = 0
-        try:
-            for item in value:
-                _append_plain(item, items)
-                position += 1
-        except AMQPEncodeError as exc:
-            exc.field = f"[{position}]" + (exc.field or "")
-            raise
-        body = b"".join(items)
+        body = _plain_items(value)
         parts.append(_pack_tag_size(65, len(body)))
         parts.append(body)
     elif t is Decimal:
@@ -396,25 +387,30 @@ _VALUE_ENCODERS: dict[str, Callable[[Any], bytes]] = {
 
 
 def _encode_array(values: Any) -> bytes:
+    if isinstance(values, FieldArray):
+        parts: list[bytes] = []
+        for tag, value in zip(values._tags, values._values, strict=True):
+            _encode_value(tag, value, parts)
+        body = b"".join(parts)
+    elif isinstance(values, (list, tuple)):
+        body = _plain_items(values)
+    else:
+        raise AMQPEncodeError(f"tag 'A' takes a list or tuple, not {type(values).__name__}")
+    return _pack_I(len(body)) + body
+
+
+def _plain_items(values: list[Any] | tuple[Any, ...]) -> bytes:
+    """The items of a plain array, encoded and joined; errors carry the item's index."""
     parts: list[bytes] = []
     position = 0
     try:
-        if isinstance(values, FieldArray):
-            for tag, value in zip(values._tags, values._values, strict=True):
-                _encode_value(tag, value, parts)
-                position += 1
-        elif isinstance(values, (list, tuple)):
-            for value in values:
-                _append_plain(value, parts)
-                position += 1
-        else:
-            raise AMQPEncodeError(f"tag 'A' takes a list or tuple, not {type(values).__name__}")
+        for value in values:
+            _append_plain(value, parts)
+            position += 1
     except AMQPEncodeError as exc:
-        if isinstance(values, (list, tuple)):
-            exc.field = f"[{position}]" + (exc.field or "")
+        exc.field = f"[{position}]" + (exc.field or "")
         raise
-    body = b"".join(parts)
-    return _pack_I(len(body)) + body
+    return b"".join(parts)
 
 
 def _encode_decimal(value: Any) -> bytes:
