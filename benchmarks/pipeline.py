@@ -1,7 +1,9 @@
-"""Capture-analysis throughput: ``python -m benchmarks.pipeline [--size 1G] [--json FILE]``.
+"""Capture-analysis throughput: ``python -m benchmarks.pipeline [--shapes ...] [--json FILE]``.
 
-On a generated multi-file capture set (:mod:`amqp_codec.capture.synthetic`: rotated pcap and pcapng files,
-many concurrent AMQP 0-9-1 connections, cached between runs), measures:
+On generated capture sets (:mod:`amqp_codec.capture.synthetic`: rotated pcap and pcapng files
+of many concurrent AMQP 0-9-1 connections, or one long connection in segments of a given size)
+and, with ``live:SIZE``, a capture of real traffic (:mod:`benchmarks.live`: one connection to
+the local broker recorded by dumpcap), each cached between runs, measures:
 
 * ``read_capture`` alone: :func:`amqp_codec.capture.packets.read_capture` over every file in
   this process (packets parsed into TCP segments, nothing else);
@@ -18,8 +20,11 @@ many concurrent AMQP 0-9-1 connections, cached between runs), measures:
   its connections that span files are reassembled). Said plainly when tshark is not installed.
 
 Every result is checked before it is reported: frames and messages counted by the pipeline,
-and frames dissected by tshark, against what the generator wrote. Figures are wall-clock
-time on whatever else the machine is doing: the load average is printed with each.
+and frames dissected by tshark, against what the generator wrote; for a live set, the
+pipeline's messages against what the recorder published (every body, by its SHA-256, among
+the publishes and again among the deliveries), and tshark's frames are only counted.
+Figures are wall-clock time on whatever else the machine is doing: the load average is
+printed with each.
 MB/s is capture-file bytes (what ``ls -l`` shows) per second; frames/s is AMQP frames
 (protocol headers included for the pipeline, whose ``frames`` table has a row for each).
 """
@@ -37,12 +42,14 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from amqp_codec.capture.synthetic import GENERATOR_VERSION, CaptureSet, Counts, generate, parse_size
+
+from .live import LiveCaptureError, LiveCounts, bodies_digest, live_set
 
 __all__ = ["Result", "main"]
 
@@ -182,8 +189,9 @@ def capture_set(
     return result, time.perf_counter() - started
 
 
-def bench_read_capture(files: list[Path], expected_packets: int) -> Result:
-    """Time read_capture over every file, in this process."""
+def bench_read_capture(files: list[Path], expected_packets: int | None) -> Result:
+    """Time read_capture over every file, in this process (``expected_packets``: None when
+    the set's packets were not counted, as in a live set)."""
     from amqp_codec.capture.packets import CaptureProblem, read_capture
 
     result = Result("read_capture (1 process)", load=_load())
@@ -204,7 +212,7 @@ def bench_read_capture(files: list[Path], expected_packets: int) -> Result:
         "problems": problems,
         "payload_bytes": payload,
         "packets": expected_packets,
-        "packets_per_s": expected_packets / result.seconds,
+        "packets_per_s": None if expected_packets is None else expected_packets / result.seconds,
     }
     result.check = f"{segments:,} segments, {problems} problems"
     if problems:
@@ -212,9 +220,73 @@ def bench_read_capture(files: list[Path], expected_packets: int) -> Result:
     return result
 
 
+@dataclass(frozen=True)
+class Check:
+    """How a finished run is checked."""
+
+    passed: str
+    """What the check column says when nothing is wrong."""
+    wrong: Callable[[dict[str, int], Path], list[str]]
+    """(rows per table, the tables' folder) -> what is wrong."""
+
+
+def generated_check(counts: Counts) -> Check:
+    """A generated set's run: its tables hold what the generator wrote, and no problem."""
+
+    def find(rows: dict[str, int], out: Path) -> list[str]:
+        expected_frames = counts.frames + counts.protocol_headers
+        expected_messages = counts.published + counts.delivered + counts.got + counts.returned
+        wrong = []
+        if rows.get("frames") != expected_frames:
+            wrong.append(f"frames {rows.get('frames')} != {expected_frames}")
+        if rows.get("messages") != expected_messages:
+            wrong.append(f"messages {rows.get('messages')} != {expected_messages}")
+        if rows.get("connections") != counts.connections:
+            wrong.append(f"connections {rows.get('connections')} != {counts.connections}")
+        if rows.get("problems"):
+            wrong.append(f"{rows.get('problems')} problems (expected none)")
+        return wrong
+
+    return Check("frames, messages, connections ok", find)
+
+
+def live_check(counts: LiveCounts) -> Check:
+    """A live set's run: one connection, no problem, and every body the recorder published,
+    byte for byte, among the publishes and again among the deliveries."""
+
+    def find(rows: dict[str, int], out: Path) -> list[str]:
+        import pyarrow.parquet as pq
+
+        wrong = []
+        if rows.get("connections") != counts.connections:
+            wrong.append(f"connections {rows.get('connections')} != {counts.connections}")
+        if rows.get("problems"):
+            wrong.append(f"{rows.get('problems')} problems (expected none)")
+        messages = pq.read_table(out / "messages", columns=["method", "body_sha256"])
+        digests: dict[str, list[str]] = {"basic.publish": [], "basic.deliver": []}
+        methods = messages.column("method").to_pylist()
+        for method, digest in zip(methods, messages.column("body_sha256").to_pylist(), strict=True):
+            digests.setdefault(method, []).append(digest)
+        for method, number in (
+            ("basic.publish", counts.published),
+            ("basic.deliver", counts.delivered),
+        ):
+            found = digests[method]
+            if len(found) != number:
+                wrong.append(f"{len(found)} {method} messages, {number} recorded")
+            elif bodies_digest(found) != counts.bodies_digest:
+                wrong.append(f"the {method} messages' bodies differ from those recorded")
+        others = len(messages) - len(digests["basic.publish"]) - len(digests["basic.deliver"])
+        if others:
+            wrong.append(f"{others} messages neither published nor delivered")
+        return wrong
+
+    return Check("connections, messages, bodies ok", find)
+
+
 def bench_pipeline(
     files: list[Path],
-    counts: Counts,
+    check: Check,
     cores: int,
     scratch: Path,
     log: Path,
@@ -248,8 +320,8 @@ def bench_pipeline(
     process_seconds = time.perf_counter() - started
     result.cpu_seconds = cpu.seconds
     result.peak_rss = cpu.peak_rss
-    shutil.rmtree(out, ignore_errors=True)
     if child.returncode != 0:
+        shutil.rmtree(out, ignore_errors=True)
         tail = log.read_text(errors="replace").strip()[-2000:]
         result.check = f"FAILED (exit {child.returncode}, log {log}): {tail}"
         return result
@@ -257,24 +329,16 @@ def bench_pipeline(
     rows: dict[str, int] = summary["counts"]
     result.seconds = float(summary["seconds"])
     result.frames = rows.get("frames")
-    expected_frames = counts.frames + counts.protocol_headers
-    expected_messages = counts.published + counts.delivered + counts.got + counts.returned
-    wrong = []
-    if rows.get("frames") != expected_frames:
-        wrong.append(f"frames {rows.get('frames')} != {expected_frames}")
-    if rows.get("messages") != expected_messages:
-        wrong.append(f"messages {rows.get('messages')} != {expected_messages}")
-    if rows.get("connections") != counts.connections:
-        wrong.append(f"connections {rows.get('connections')} != {counts.connections}")
-    if rows.get("problems"):
-        wrong.append(f"{rows.get('problems')} problems (expected none)")
-    result.check = "WRONG: " + "; ".join(wrong) if wrong else "frames, messages, connections ok"
+    wrong = check.wrong(rows, out)
+    shutil.rmtree(out, ignore_errors=True)
+    result.check = "WRONG: " + "; ".join(wrong) if wrong else check.passed
     result.details = {"rows": rows, "process_seconds": process_seconds}
     return result
 
 
-def bench_tshark(files: list[Path], counts: Counts, cache: Path) -> Result:
-    """Time tshark dissecting every AMQP frame of the merged set."""
+def bench_tshark(files: list[Path], expected_frames: int | None, cache: Path) -> Result:
+    """Time tshark dissecting every AMQP frame of the merged set (``expected_frames``: what
+    the generator wrote; None for a live set, where the count is only reported)."""
     result = Result("tshark (1 process)", load=_load())
     tshark, mergecap = shutil.which("tshark"), shutil.which("mergecap")
     if tshark is None or mergecap is None:
@@ -291,6 +355,12 @@ def bench_tshark(files: list[Path], counts: Counts, cache: Path) -> Result:
     command = [
         tshark,
         "-n",
+        # Reassemble segments recorded out of order, as a capture on a machine with several
+        # CPUs holds them (the live set does): without it tshark loses the frames after the
+        # first such segment, reads others from the middle of frames, and slows down as the
+        # bytes it waits for pile up.
+        "-o",
+        "tcp.reassemble_out_of_order:TRUE",
         "-r",
         str(merged),
         "-d",
@@ -317,11 +387,12 @@ def bench_tshark(files: list[Path], counts: Counts, cache: Path) -> Result:
     result.cpu_seconds = cpu.seconds
     result.peak_rss = cpu.peak_rss
     result.frames = frames
-    result.check = (
-        "every frame dissected"
-        if frames == counts.frames
-        else f"WRONG: {frames:,} frames dissected, {counts.frames:,} written"
-    )
+    if expected_frames is None:
+        result.check = f"{frames:,} frames dissected"
+    elif frames == expected_frames:
+        result.check = "every frame dissected"
+    else:
+        result.check = f"WRONG: {frames:,} frames dissected, {expected_frames:,} written"
     result.details = {
         "command": " ".join(command),
         "version": version.stdout.splitlines()[0] if version.stdout else "",
@@ -352,13 +423,13 @@ def table(results: Sequence[Result]) -> str:
 
 
 def _shape(text: str) -> tuple[str, int | None, int]:
-    """``many:1G`` or ``one-1448:6G`` -> (label, mss or None, size)."""
+    """``many:1G``, ``one-1448:6G`` or ``live:2G`` -> (kind, mss or None, size)."""
     kind, _, size = text.partition(":")
     mss = None
     if kind.startswith("one-"):
         mss = int(kind[4:])
-    elif kind != "many":
-        raise argparse.ArgumentTypeError(f"unknown shape {kind!r}: many or one-MSS")
+    elif kind not in ("many", "live"):
+        raise argparse.ArgumentTypeError(f"unknown shape {kind!r}: many, one-MSS or live")
     return kind, mss, parse_size(size or "1G")
 
 
@@ -374,8 +445,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--shapes",
         default=DEFAULT_SHAPES,
-        help="capture sets, comma-separated: many:SIZE (many connections in --files files) or "
-        f"one-MSS:SIZE (one connection, MSS-byte segments); default {DEFAULT_SHAPES}",
+        help="capture sets, comma-separated: many:SIZE (many connections in --files files), "
+        "one-MSS:SIZE (one connection, MSS-byte segments) or live:SIZE (one connection to the "
+        "broker on 127.0.0.1:5672, recorded by dumpcap; see benchmarks/live.py); default "
+        f"{DEFAULT_SHAPES}",
     )
     parser.add_argument("--files", type=int, default=8, help="files of a many set (default 8)")
     parser.add_argument("--seed", type=int, default=1)
@@ -402,43 +475,67 @@ def main(argv: Sequence[str] | None = None) -> int:
     results: list[Result] = []
     sets: dict[str, Any] = {}
     for label, mss, size in shapes:
-        captures, generated_in = capture_set(args.cache, size, args.files, args.seed, mss=mss)
-        c = captures.counts
-        files = captures.files
-        name = f"{label} {c.file_bytes / 1e9:.1f} GB"
-        sets[name] = {"arguments": captures.arguments, "counts": asdict(c)}
-        print(
-            f"{name}: {len(files)} files, {c.packets:,} packets, {c.connections:,} connections, "
-            f"{c.frames:,} frames, {c.published + c.delivered + c.got + c.returned:,} messages"
-            + (f"; generated in {generated_in:.1f} s" if generated_in else "; from the cache")
-            + f"\n  in {files[0].parent}",
-            flush=True,
-        )
+        if label == "live":
+            try:
+                recorded, made_in = live_set(args.cache, size, args.seed)
+            except LiveCaptureError as exc:
+                print(f"live:{size}: not recorded: {exc}\n", flush=True)
+                continue
+            c: Counts | LiveCounts = recorded.counts
+            files = recorded.files
+            check, packets, frames = live_check(recorded.counts), None, None
+            name = f"{label} {c.file_bytes / 1e9:.1f} GB"
+            sets[name] = {"arguments": recorded.arguments, "counts": asdict(c)}
+            made = f"recorded in {made_in:.1f} s" if made_in else "from the cache"
+            print(
+                f"{name}: 1 file, 1 connection, {recorded.counts.published:,} messages published "
+                f"and consumed ({recorded.counts.body_bytes / 1e6:,.0f} MB of bodies); {made}"
+                f"\n  in {files[0].parent}",
+                flush=True,
+            )
+        else:
+            captures, made_in = capture_set(args.cache, size, args.files, args.seed, mss=mss)
+            c = captures.counts
+            files = captures.files
+            check, packets, frames = generated_check(c), c.packets, c.frames
+            name = f"{label} {c.file_bytes / 1e9:.1f} GB"
+            sets[name] = {"arguments": captures.arguments, "counts": asdict(c)}
+            print(
+                f"{name}: {len(files)} files, {c.packets:,} packets, {c.connections:,} "
+                f"connections, {c.frames:,} frames, "
+                f"{c.published + c.delivered + c.got + c.returned:,} messages"
+                + (f"; generated in {made_in:.1f} s" if made_in else "; from the cache")
+                + f"\n  in {files[0].parent}",
+                flush=True,
+            )
         print(table([]), flush=True)
         mine: list[Result] = []
 
         def done(
-            result: Result, set_name: str = name, counts: Counts = c, mine: list[Result] = mine
+            result: Result,
+            set_name: str = name,
+            file_bytes: int = c.file_bytes,
+            mine: list[Result] = mine,
         ) -> None:
             result.name = f"{set_name}: {result.name}"
-            result.rates(counts.file_bytes)
+            result.rates(file_bytes)
             results.append(result)
             mine.append(result)
             print(table([result]).splitlines()[-1], flush=True)
 
         if args.read:
-            done(bench_read_capture(files, c.packets))
+            done(bench_read_capture(files, packets))
         if not args.no_tshark:
-            done(bench_tshark(files, c, args.cache))
+            done(bench_tshark(files, frames, args.cache))
         with tempfile.TemporaryDirectory(prefix="amqp-codec-bench-") as scratch:
             for n in cores:
                 log = args.cache / f"pipeline-{label}-{size}-local-{n}.log"
                 print(f"  (running local[{n}]: progress in {log})", flush=True)
-                done(bench_pipeline(files, c, n, Path(scratch), log))
+                done(bench_pipeline(files, check, n, Path(scratch), log))
                 if args.pin and n < (os.cpu_count() or 1):
                     log = log.with_name(f"{log.stem}-on-{n}-cpus.log")
                     print(f"  (running local[{n}] on {n} CPUs: progress in {log})", flush=True)
-                    done(bench_pipeline(files, c, n, Path(scratch), log, cpus=n))
+                    done(bench_pipeline(files, check, n, Path(scratch), log, cpus=n))
         _ratios(mine)
         print(flush=True)
 
@@ -472,6 +569,10 @@ def _ratios(results: Sequence[Result]) -> None:
             assert r.seconds
             print(f"  {r.name}: {tshark.seconds / r.seconds:.2f}x tshark's speed")
         print(f"  tshark: {tshark.details['version']}\n  {tshark.details['command']}")
+        for r in pipelines:
+            if r.frames is not None and tshark.frames is not None and r.frames != tshark.frames:
+                print(f"  {r.name}: {r.frames:,} frames; tshark dissected {tshark.frames:,}")
+                break
 
 
 if __name__ == "__main__":
