@@ -27,6 +27,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from .cache import cached
+
 #: Bumped when the traffic recorded changes: a cached set of an older version is recorded again.
 RECORDER_VERSION = 2
 BROKER = ("127.0.0.1", 5672)
@@ -66,20 +68,17 @@ def live_set(cache: Path, size: int, seed: int) -> tuple[LiveSet, float]:
     """The live set of ``size`` bytes from the cache if recorded with the same arguments, else
     a new recording; with the seconds recording took (0 from the cache)."""
     target = cache / f"set-live-{size}-{seed}-v{RECORDER_VERSION}"
-    manifest = target / "manifest.json"
-    if manifest.exists():
-        data = json.loads(manifest.read_text())
-        files = [target / name for name in data["files"]]
-        counts = LiveCounts(**data["counts"])
-        if sum(f.stat().st_size for f in files if f.exists()) == counts.file_bytes:
-            return LiveSet(files, counts, data["arguments"]), 0.0
+    kept = cached(target)
+    if kept is not None:
+        files, data = kept
+        return LiveSet(files, LiveCounts(**data["counts"]), data["arguments"]), 0.0
     shutil.rmtree(target, ignore_errors=True)
     target.mkdir(parents=True)
     started = time.perf_counter()
     capture = target / "live.pcapng"
     counts = record(capture, size, seed)
     arguments = {"size": size, "seed": seed}
-    manifest.write_text(
+    (target / "manifest.json").write_text(
         json.dumps(
             {"files": [capture.name], "arguments": arguments, "counts": asdict(counts)}, indent=2
         )
