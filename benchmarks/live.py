@@ -120,8 +120,9 @@ def _wait_for_capture(path: Path, capturing: subprocess.Popen[str]) -> None:
     deadline = time.monotonic() + 30
     while not (path.exists() and path.stat().st_size > 0):
         if capturing.poll() is not None:
-            said = capturing.stderr.read() if capturing.stderr else ""
-            raise LiveCaptureError(f"dumpcap failed: {said.strip().splitlines()[-1:]}")
+            said = (capturing.stderr.read() if capturing.stderr else "").strip()
+            last = said.splitlines()[-1] if said else f"exit status {capturing.returncode}"
+            raise LiveCaptureError(f"dumpcap failed: {last}")
         if time.monotonic() > deadline:
             raise LiveCaptureError("dumpcap did not start capturing within 30 s")
         time.sleep(0.05)

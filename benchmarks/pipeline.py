@@ -478,7 +478,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             try:
                 recorded, made_in = live_set(args.cache, size, args.seed)
             except LiveCaptureError as exc:
-                print(f"live:{size}: not recorded: {exc}\n", flush=True)
+                print(f"live {size / 1e9:.1f} GB: not recorded: {exc}\n", flush=True)
                 continue
             c: Counts | LiveCounts = recorded.counts
             files = recorded.files
