@@ -27,10 +27,12 @@ from amqp_codec.analyze import AnalyzeUsageError
 from amqp_codec.analyze.output import staged_output
 from amqp_codec.analyze.preflight import (
     check_executor_python,
+    check_java,
     check_master,
     check_master_reachable,
     java_version,
     preflight,
+    release_version,
     resolve_captures,
 )
 from amqp_codec.analyze.spark_errors import user_problem
@@ -178,6 +180,56 @@ def test_java_too_old(tmp_path: Path, captures: Path) -> None:
     result = refused(tmp_path, str(captures), "--out", str(tmp_path / "out"), env=env)
     assert_one_line_error(result, 2, "Java 17 or newer", "is Java 11", str(java))
     assert snapshot(tmp_path) == before
+
+
+def _fake_java(home: Path, release: str | None, prints: str) -> Path:
+    """A Java installation at ``home``: its ``release`` file (None: none) and a ``bin/java``
+    that prints ``prints`` as ``java -version`` does, or fails when ``prints`` is empty."""
+    (home / "bin").mkdir(parents=True)
+    java = home / "bin" / "java"
+    body = f"echo '{prints}' >&2" if prints else "exit 1"
+    java.write_text(f"#!/bin/sh\n{body}\n")
+    java.chmod(0o755)
+    if release is not None:
+        (home / "release").write_text(release)
+    return java
+
+
+def test_java_version_from_the_release_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The release file is believed without running java, which here would fail or lie.
+    home = tmp_path / "jdk"
+    java = _fake_java(home, 'IMPLEMENTOR="x"\nJAVA_VERSION="21.0.2"\n', "")
+    assert release_version(str(java)) == 21
+    monkeypatch.setenv("JAVA_HOME", str(home))
+    assert check_java() == 21
+    (home / "release").write_text('JAVA_VERSION="1.8.0_392"\n')
+    assert release_version(str(java)) == 8
+    # Through a link to bin/java, as /usr/bin/java is on Debian.
+    link = tmp_path / "java-link"
+    link.symlink_to(java)
+    assert release_version(str(link)) == 8
+
+
+@pytest.mark.parametrize("release", [None, 'IMPLEMENTOR="x"\n', 'JAVA_VERSION="17.0.1"\n'])
+def test_java_version_without_a_usable_release_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, release: str | None
+) -> None:
+    home = tmp_path / "jdk"
+    java = _fake_java(home, release, 'openjdk version "17.0.1" 2021-10-19')
+    if release is None or "JAVA_VERSION" not in release:
+        assert release_version(str(java)) is None  # java -version decides
+    monkeypatch.setenv("JAVA_HOME", str(home))
+    assert check_java() == 17
+
+
+def test_java_too_old_by_its_release_file(tmp_path: Path, captures: Path) -> None:
+    home = tmp_path / "jdk11"
+    java = _fake_java(home, 'JAVA_VERSION="11.0.22"\n', "")
+    env = {**os.environ, "JAVA_HOME": str(home)}
+    result = refused(tmp_path, str(captures), "--out", str(tmp_path / "out"), env=env)
+    assert_one_line_error(result, 2, "Java 17 or newer", "is Java 11", str(java))
 
 
 @pytest.mark.parametrize("master", ["bogus", "local[x]", "spark://nohost", "local[0]"])
