@@ -216,6 +216,24 @@ def test_retransmissions_and_reordering_across_splits(tmp_path: Path) -> None:
         _check([str(path)], tmp_path / f"out{split_bytes}", split_bytes)
 
 
+def test_segments_recorded_out_of_order_across_splits(tmp_path: Path) -> None:
+    """Neighbours swapped in the file itself, as a capture on a machine with several CPUs
+    records some: a later split then carries bytes that come before some of an earlier
+    split's, and a region's pieces are merged from both in stream order."""
+    conversation = _busy(Conversation(), 7)
+    data = list(conversation.packets)
+    rng = random.Random(4)
+    for i in rng.sample(range(10, len(data) - 10), 30):
+        data[i], data[i + 1] = data[i + 1], data[i]
+    path = tmp_path / "o.pcap"
+    with open(path, "wb") as out:
+        writer = dpkt.pcap.Writer(out)
+        for ts, raw in data:
+            writer.writepkt(raw, ts=ts)
+    for split_bytes in (700, 900, 4000):
+        _check([str(path)], tmp_path / f"out{split_bytes}", split_bytes)
+
+
 def test_a_capture_read_in_ranges_gives_the_same_packets(tmp_path: Path) -> None:
     """Ranges that start at arbitrary bytes find their first record and meet exactly."""
     for path in sorted(str(p) for p in SAMPLES.iterdir() if p.suffix in (".pcap", ".pcapng")):
