@@ -317,6 +317,26 @@ def _items(stream: StreamPlan, region: RegionPlan, source: _Source) -> Iterator[
                 order += 1
         if not heap:
             break
+        if len(heap) == 1:
+            # One slice open (the usual case): its pieces come in stream order, with no
+            # merging, until the stream reaches the next slice, which may hold earlier bytes.
+            _offset, _order, first, rest = heap.pop()
+            low = slices[next_slice].low if next_slice < len(slices) else None
+            current: Piece | None = first
+            while current is not None:
+                piece = current
+                if piece.offset < start:
+                    piece = Piece(
+                        start, piece.ts, piece.data[start - piece.offset :], piece.capture
+                    )
+                yield piece
+                position = max(position, piece.offset + len(piece.data))
+                current = next(rest, None)
+                if current is not None and low is not None and current.offset >= low:
+                    heapq.heappush(heap, (current.offset, order, current, rest))
+                    order += 1
+                    break
+            continue
         _offset, _order, piece, rest = heapq.heappop(heap)
         following = next(rest, None)
         if following is not None:
