@@ -234,6 +234,42 @@ def test_segments_recorded_out_of_order_across_splits(tmp_path: Path) -> None:
         _check([str(path)], tmp_path / f"out{split_bytes}", split_bytes)
 
 
+def test_a_message_row_names_the_file_of_its_content_method(tmp_path: Path) -> None:
+    """One connection recorded in two files, as a ring buffer rotates them: the message whose
+    method is in the first and whose body ends in the second belongs to the first file (the
+    ``capture`` column of ``messages``); each frame to the file of its first byte."""
+    conversation = Conversation().handshake()
+    client, server = opening()
+    conversation.send("client", client).send("server", server)
+    body = bytes(range(256)) * 40
+    conversation.send("client", frames(*message_frames(1, "ex", "spans", body)), mss=1000)
+    conversation.send("client", frames(*message_frames(1, "ex", "after", b"x" * 100)))
+    conversation.fin("client").fin("server")
+    packets = conversation.packets
+    publish = next(i for i, (_, raw) in enumerate(packets) if b"spans" in raw)
+    cut = publish + 3  # the method, the header and some of the body in the first file
+    ring = tmp_path / "ring"
+    ring.mkdir()
+    first, second = ring / "a.pcap", ring / "b.pcap"
+    for path, part in ((first, packets[:cut]), (second, packets[cut:])):
+        with open(path, "wb") as out:
+            writer = dpkt.pcap.Writer(out)
+            for ts, raw in part:
+                writer.writepkt(raw, ts=ts)
+    for split_bytes in (1500, 1 << 30):
+        out = tmp_path / f"out{split_bytes}"
+        write_tables([str(ring)], str(out), split_bytes=split_bytes)
+        messages = pq.read_table(str(out / "messages")).to_pylist()
+        files = {row["routing_key"]: row["capture"] for row in messages}
+        assert files == {"spans": str(first), "after": str(second)}
+        bodies = [
+            row["capture"]
+            for row in pq.read_table(str(out / "frames")).to_pylist()
+            if row["frame_type"] == "body" and row["direction"] == "client"
+        ]
+        assert bodies[0] == str(first) and bodies[-1] == str(second)
+
+
 def test_a_capture_read_in_ranges_gives_the_same_packets(tmp_path: Path) -> None:
     """Ranges that start at arbitrary bytes find their first record and meet exactly."""
     for path in sorted(str(p) for p in SAMPLES.iterdir() if p.suffix in (".pcap", ".pcapng")):
