@@ -536,7 +536,9 @@ class DirectionDissector:
         self._found: tuple[float | None, str | None] = (None, None)
         self._found_from = self._found_to = 0
         self._trim_at = INDEX_TRIM  # len(starts) that sets off the next _trim_index
-        self.content: dict[int, tuple[int, float]] = {}  # channel -> content method offset, ts
+        # channel -> its content method's offset, timestamp and capture file (the message's,
+        # kept rather than looked up again when it completes: by then the frames have moved on)
+        self.content: dict[int, tuple[int, float, str | None]] = {}
         self.first = region.index == 0
         self.later = region.index > 0
         self.last_frame: list[Any] | None = None
@@ -763,7 +765,7 @@ class DirectionDissector:
         piece stays: a message whose method came before the region is dated from there
         (:meth:`_where` of None)."""
         oldest = self.dissector.oldest_offset
-        for offset, _ts in self.content.values():
+        for offset, _ts, _capture in self.content.values():
             oldest = min(oldest, offset)
         cut = bisect.bisect_right(self.starts, oldest) - 1
         if cut > 1:
@@ -1009,7 +1011,7 @@ class DirectionDissector:
             if method.CLASS_ID == 10 and ts is not None:
                 self.facts.methods.setdefault(method.NAME, (offset, ts, method))
             if method.HAS_CONTENT:
-                self.content[channel] = (offset, ts or 0.0)  # type: ignore[index]
+                self.content[channel] = (offset, ts or 0.0, capture)  # type: ignore[index]
         if protocol_header:
             return
         self._note_progress(channel, event.pending)  # type: ignore[arg-type]
@@ -1053,7 +1055,11 @@ class DirectionDissector:
         return cached
 
     def _message(self, message: Message | DraftMessage) -> None:
-        offset, ts = self.content.pop(message.channel, (None, None))
+        known = self.content.pop(message.channel, None)
+        if known is None:  # its method came before this region: dated from the first piece
+            offset, ts, capture = None, None, self._where(None)[1]
+        else:
+            offset, ts, capture = known
         method = message.method
         self.facts.messages += 1
         body = message.body
@@ -1085,7 +1091,7 @@ class DirectionDissector:
             (
                 "messages",
                 (
-                    self._where(offset)[1],
+                    capture,
                     self.connection,
                     self.direction,
                     ts,
