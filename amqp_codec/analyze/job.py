@@ -879,7 +879,7 @@ def _wrong_negotiation(
     plan: Plan, facts: dict[int, dict[int, Any]], whole: set[int]
 ) -> list[StreamPlan]:
     """The streams dissected with negotiated limits other than their connection's (see
-    :func:`~amqp_codec.analyze.plan.head_negotiation`), set right for dissecting again."""
+    :func:`~amqp_codec.analyze.heads.head_negotiation`), set right for dissecting again."""
     from amqp_codec.analyze.plan import negotiation_of
 
     wrong: list[StreamPlan] = []

@@ -29,10 +29,11 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..frames import FRAME_OVERHEAD, MethodFrame
-from ..inspect.dissector import DEFAULT_SPEC, RESYNC_MAX_PAYLOAD, FrameEvent, StreamDissector
+from ..frames import FRAME_OVERHEAD
+from ..inspect.dissector import DEFAULT_SPEC, RESYNC_MAX_PAYLOAD
 from ..protocol import spec_named
 from . import rules
+from .heads import NO_FACTS, TUNED_BY, HeadFacts, head_facts, head_negotiation, negotiation
 from .rules import Negotiated, negotiated_in
 from .scan import HEAD_BYTES, Endpoints, PartKey, SplitScan, StreamPart, unwrap
 from .streams import ConnectionKey, Edge, Follow, Region, connection_name, looks_like_amqp
@@ -286,27 +287,33 @@ def _plan_connection(
     if amqp is False or (amqp is None and not on_port):
         if on_port:
             direction = "client" if "client" in streams else "server"
-            stream, _head, first_bytes = streams[direction]
+            stream, _head, first_bytes, _facts = streams[direction]
             plan.unknown.append((first_capture, name, direction, stream.first_ts, first_bytes[:16]))
         return
     connection = Connection(len(plan.connections), key, name, first_capture)
     plan.connections.append(connection)
-    facts = {direction: _head_facts(head) for direction, (_, head, _) in streams.items()}
+    # What each head shows, worked out by the scan's task that read it (head_facts).
+    facts = {
+        direction: NO_FACTS if head is None else found or head_facts(head)
+        for direction, (_, head, _, found) in streams.items()
+    }
     # One version per connection: the client's protocol header names it, else connection.start.
-    spec = facts.get("client", (None, 0))[0] or facts.get("server", (None, 0))[0]
-    negotiated, tuned_at = head_negotiation(heads.get("client"), heads.get("server"))
+    spec = (facts["client"].spec if "client" in facts else None) or (
+        facts["server"].spec if "server" in facts else None
+    )
+    negotiated, tuned_at = negotiation(facts)
     # A head cut short by its split's end, before the handshake it should show: the driver
     # reads the rest from the next splits (see head_wanted) and plans the limits again.
     cut = any(
         head is not None and len(head) < HEAD_BYTES and direction not in tuned_at
         for direction, head in heads.items()
     )
-    for direction, (stream, _head, _first) in streams.items():
+    for direction, (stream, _head, _first, _found) in streams.items():
         stream.id = len(plan.streams)
         stream.connection = connection.id
         stream.name = name
         stream.spec = spec
-        stream.tuned_frame_max = facts[direction][1]
+        stream.tuned_frame_max = facts[direction].tuned_frame_max
         stream.negotiated = negotiated
         stream.tuned_at = tuned_at.get(direction)
         if cut and _head is not None:
@@ -319,44 +326,6 @@ def _plan_connection(
         connection.streams[direction] = stream.id
         for s in stream.slices:
             plan.part_streams[(s.split, s.key)] = stream.id
-
-
-def _head_facts(head: bytes | None) -> tuple[str | None, int]:
-    """The version and tuned frame_max that a stream's first bytes show."""
-    if not head:
-        return None, 0
-    dissector = StreamDissector()
-    dissector.feed(head)
-    spec = dissector.spec
-    return (None if spec is None else spec.name), dissector.tuned_frame_max
-
-
-#: The frame after which each side's frames answer to the negotiated limits.
-TUNED_BY = {"client": "connection.tune-ok", "server": "connection.tune"}
-
-
-def head_negotiation(
-    client_head: bytes | None, server_head: bytes | None
-) -> tuple[Negotiated | None, dict[str, int]]:
-    """The client's tune-ok and where each side's :data:`TUNED_BY` frame is, as far as the
-    heads show them. The spec holds frames to 4096 bytes until tune-ok, so a conforming
-    client's tune-ok lies in its first 8 KiB; the driver checks the guess after the second
-    pass (:func:`negotiation_of`) and dissects again where it was wrong."""
-    negotiated: Negotiated | None = None
-    tuned_at: dict[str, int] = {}
-    for direction, head in (("client", client_head), ("server", server_head)):
-        if not head:
-            continue
-        for event in StreamDissector().feed(head):
-            if not isinstance(event, FrameEvent) or not isinstance(event.frame, MethodFrame):
-                continue
-            method = event.frame.method
-            if event.frame.channel == 0 and method.NAME == TUNED_BY[direction]:
-                tuned_at[direction] = event.offset
-                if direction == "client":
-                    negotiated = negotiated_in(method)
-                break
-    return negotiated, tuned_at
 
 
 def head_wanted(stream: StreamPlan) -> tuple[int, list[Slice]] | None:
@@ -403,9 +372,9 @@ def _plan_stream(
     parts: list[tuple[int, PartKey, StreamPart]],
     paths: Sequence[str],
     split_files: Sequence[int],
-) -> tuple[StreamPlan, bytes | None, bytes]:
+) -> tuple[StreamPlan, bytes | None, bytes, HeadFacts | None]:
     """One direction's stream: its parts placed and owned, its regions; and its head (if its
-    start was captured) and first bytes."""
+    start was captured), first bytes and what the head shows (as its scan found it)."""
     absolute: list[int] = []
     last: int | None = None
     for _, _, part in parts:
@@ -473,6 +442,7 @@ def _plan_stream(
             RegionPlan(-1, index, start if index else 0, region_end, split, tuple(chosen), complete)
         )
     head = syn_part.head if syn_part is not None and base is not None else None
+    facts = syn_part.head_facts if syn_part is not None and head is not None else None
     first_bytes = next((p.head for _, _, p in parts if p.head), b"")
     stream = StreamPlan(
         id=-1,
@@ -490,7 +460,7 @@ def _plan_stream(
         slices=slices,
         last_capture=paths[split_files[parts[-1][0]]],
     )
-    return stream, head, first_bytes
+    return stream, head, first_bytes, facts
 
 
 # ------------------------------------------------------------------------------------------

@@ -22,16 +22,9 @@ from dataclasses import dataclass, field
 
 from ..capture.packets import TH_SYN, PortPairs, RangeRead, Segment
 from ..capture.tcp import Gap, Piece, place
+from .heads import head_negotiation
 from .parquet import TableWriters
-from .plan import (
-    Plan,
-    RegionPlan,
-    Slice,
-    StreamPlan,
-    head_negotiation,
-    head_wanted,
-    plan_limits_again,
-)
+from .plan import Plan, RegionPlan, Slice, StreamPlan, head_wanted, plan_limits_again
 from .scan import HEAD_BYTES, PartKey, PartKeys, Split, segments_of, unwrap
 from .streams import DirectionDissector, Edge, _Facts
 from .tally import Tally

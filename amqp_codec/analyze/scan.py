@@ -37,6 +37,7 @@ from ..capture.packets import (
     read_capture,
     read_range,
 )
+from .heads import HeadFacts, head_facts
 
 __all__ = [
     "HEAD_BYTES",
@@ -200,6 +201,8 @@ class StreamPart:
     head: bytes = b""
     """The stream's first bytes after the SYN (at most :data:`HEAD_BYTES`), when the SYN
     and those bytes are in this part."""
+    head_facts: HeadFacts | None = None
+    """What :attr:`head` shows (see :mod:`~.heads`), worked out in this task."""
 
 
 @dataclass(slots=True)
@@ -276,6 +279,7 @@ def scan_split(split: Split) -> SplitScan:
         part.intervals = _merged(part.intervals)
         if key in heads:
             part.head = _head(heads[key])
+            part.head_facts = head_facts(part.head)
     return SplitScan(
         split.index,
         split.start,

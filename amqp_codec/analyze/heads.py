@@ -1,0 +1,93 @@
+"""What a stream's first bytes show: its version, its tuned frame_max and where the handshake
+tunes it.
+
+The first pass keeps each stream's first :data:`~.scan.HEAD_BYTES` bytes; the plan needs
+what they show for every stream before any region can be dissected. :func:`head_facts`
+works that out in the scan's own task, in parallel, rather than in the driver between the
+two passes: on one file of 20,417 short connections, dissecting every head there took 2.8 s
+of the plan's 3.8 s, alone in the driver while the executors waited.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..frames import MethodFrame
+from ..inspect.dissector import Event, FrameEvent, StreamDissector
+from .rules import Negotiated, negotiated_in
+
+__all__ = ["NO_FACTS", "TUNED_BY", "HeadFacts", "head_facts", "head_negotiation", "negotiation"]
+
+#: The frame after which each side's frames answer to the negotiated limits.
+TUNED_BY = {"client": "connection.tune-ok", "server": "connection.tune"}
+
+
+@dataclass(frozen=True, slots=True)
+class HeadFacts:
+    """What one stream's head shows, whichever side sent it."""
+
+    spec: str | None
+    """The protocol version the dissector found (None: none)."""
+    tuned_frame_max: int
+    """The frame_max of the last tune or tune-ok in the head (0: none)."""
+    tuned_at: dict[str, int]
+    """For each side the head may be, where its first :data:`TUNED_BY` frame (on channel 0)
+    starts, if the head holds one."""
+    negotiated: Negotiated | None
+    """The limits of the head's first tune-ok: the client's, if this is the client's head."""
+
+
+NO_FACTS = HeadFacts(None, 0, {}, None)
+
+
+def head_facts(head: bytes | None) -> HeadFacts:
+    """What ``head``, a stream's first bytes, shows (one dissection of it)."""
+    if not head:
+        return NO_FACTS
+    dissector = StreamDissector()
+    events = dissector.feed(head)
+    spec = dissector.spec
+    tuned_at: dict[str, int] = {}
+    negotiated: Negotiated | None = None
+    for direction in TUNED_BY:
+        first = _first_tuning(direction, events)
+        if first is not None:
+            tuned_at[direction], frame = first
+            if direction == "client":
+                negotiated = negotiated_in(frame.method)
+    return HeadFacts(
+        None if spec is None else spec.name, dissector.tuned_frame_max, tuned_at, negotiated
+    )
+
+
+def _first_tuning(direction: str, events: list[Event]) -> tuple[int, MethodFrame] | None:
+    """The offset and frame of the first :data:`TUNED_BY` frame of ``direction``'s side."""
+    for event in events:
+        if not isinstance(event, FrameEvent) or not isinstance(event.frame, MethodFrame):
+            continue
+        if event.frame.channel == 0 and event.frame.method.NAME == TUNED_BY[direction]:
+            return event.offset, event.frame
+    return None
+
+
+def negotiation(facts: dict[str, HeadFacts]) -> tuple[Negotiated | None, dict[str, int]]:
+    """The client's tune-ok and where each side's :data:`TUNED_BY` frame is, from the facts of
+    each side's head (``direction -> facts``)."""
+    negotiated: Negotiated | None = None
+    tuned_at: dict[str, int] = {}
+    for direction, found in facts.items():
+        if direction in found.tuned_at:
+            tuned_at[direction] = found.tuned_at[direction]
+            if direction == "client":
+                negotiated = found.negotiated
+    return negotiated, tuned_at
+
+
+def head_negotiation(
+    client_head: bytes | None, server_head: bytes | None
+) -> tuple[Negotiated | None, dict[str, int]]:
+    """The client's tune-ok and where each side's :data:`TUNED_BY` frame is, as far as the
+    heads show them. The spec holds frames to 4096 bytes until tune-ok, so a conforming
+    client's tune-ok lies in its first 8 KiB; the driver checks the guess after the second
+    pass (:func:`~.plan.negotiation_of`) and dissects again where it was wrong."""
+    return negotiation({"client": head_facts(client_head), "server": head_facts(server_head)})
