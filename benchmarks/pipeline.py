@@ -165,14 +165,18 @@ class TreeCpu:
         self.peak_rss = max(self.peak_rss, rss)
 
 
+#: Messages per connection of a ``short`` set: a file of some 20,000 connections per 530 MB.
+SHORT_MESSAGES = 2
+
+
 def capture_set(
-    cache: Path, size: int, files: int, seed: int, *, mss: int | None = None
+    cache: Path, size: int, files: int, seed: int, *, mss: int | None = None, short: bool = False
 ) -> tuple[CaptureSet, float]:
     """The set from the cache if it was generated with the same arguments, else a new one.
 
-    ``mss``: one long connection in one file, in segments of that size (else many
-    connections in ``files`` files)."""
-    shape = f"one-{mss}" if mss else f"many-{files}"
+    ``mss``: one long connection in one file, in segments of that size; ``short``: one file
+    of many short connections (else many connections in ``files`` files)."""
+    shape = f"one-{mss}" if mss else "short" if short else f"many-{files}"
     target = cache / f"set-{shape}-{size}-{seed}-v{GENERATOR_VERSION}"
     kept = cached(target)
     if kept is not None:
@@ -182,6 +186,8 @@ def capture_set(
     started = time.perf_counter()
     if mss:
         result = generate(target, size, 1, seed=seed, mss=mss, single_connection=True)
+    elif short:
+        result = generate(target, size, 1, seed=seed, max_messages=SHORT_MESSAGES, concurrency=64)
     else:
         result = generate(target, size, files, seed=seed)
     return result, time.perf_counter() - started
@@ -425,13 +431,14 @@ def table(results: Sequence[Result]) -> str:
 
 
 def _shape(text: str) -> tuple[str, int | None, int]:
-    """``many:1G``, ``one-1448:6G`` or ``live:2G`` -> (kind, mss or None, size)."""
+    """``many:1G``, ``short:512M``, ``one-1448:6G`` or ``live:2G`` -> (kind, mss or None,
+    size)."""
     kind, _, size = text.partition(":")
     mss = None
     if kind.startswith("one-"):
         mss = int(kind[4:])
-    elif kind not in ("many", "live"):
-        raise argparse.ArgumentTypeError(f"unknown shape {kind!r}: many, one-MSS or live")
+    elif kind not in ("many", "short", "live"):
+        raise argparse.ArgumentTypeError(f"unknown shape {kind!r}: many, short, one-MSS or live")
     return kind, mss, parse_size(size or "1G")
 
 
@@ -448,6 +455,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--shapes",
         default=DEFAULT_SHAPES,
         help="capture sets, comma-separated: many:SIZE (many connections in --files files), "
+        "short:SIZE (one file of short connections, two messages each), "
         "one-MSS:SIZE (one connection, MSS-byte segments) or live:SIZE (one connection to the "
         "broker on 127.0.0.1:5672, recorded by dumpcap; see benchmarks/live.py); default "
         f"{DEFAULT_SHAPES}",
@@ -496,7 +504,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 flush=True,
             )
         else:
-            captures, made_in = capture_set(args.cache, size, args.files, args.seed, mss=mss)
+            captures, made_in = capture_set(
+                args.cache, size, args.files, args.seed, mss=mss, short=label == "short"
+            )
             c = captures.counts
             files = captures.files
             check, packets, frames = generated_check(c), c.packets, c.frames
