@@ -35,9 +35,12 @@ class HeadFacts:
     starts, if the head holds one."""
     negotiated: Negotiated | None
     """The limits of the head's first tune-ok: the client's, if this is the client's head."""
+    size: int
+    """The head's length: less than :data:`~.scan.HEAD_BYTES` when the stream (or the part
+    of it that its scan read) ended sooner."""
 
 
-NO_FACTS = HeadFacts(None, 0, {}, None)
+NO_FACTS = HeadFacts(None, 0, {}, None, 0)
 
 
 def head_facts(head: bytes | None) -> HeadFacts:
@@ -55,9 +58,8 @@ def head_facts(head: bytes | None) -> HeadFacts:
             tuned_at[direction], frame = first
             if direction == "client":
                 negotiated = negotiated_in(frame.method)
-    return HeadFacts(
-        None if spec is None else spec.name, dissector.tuned_frame_max, tuned_at, negotiated
-    )
+    name = None if spec is None else spec.name
+    return HeadFacts(name, dissector.tuned_frame_max, tuned_at, negotiated, len(head))
 
 
 def _first_tuning(direction: str, events: list[Event]) -> tuple[int, MethodFrame] | None:

@@ -305,7 +305,7 @@ def _plan_connection(
     # A head cut short by its split's end, before the handshake it should show: the driver
     # reads the rest from the next splits (see head_wanted) and plans the limits again.
     cut = any(
-        head is not None and len(head) < HEAD_BYTES and direction not in tuned_at
+        head is not None and facts[direction].size < HEAD_BYTES and direction not in tuned_at
         for direction, head in heads.items()
     )
     for direction, (stream, _head, _first, _found) in streams.items():
