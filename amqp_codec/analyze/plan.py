@@ -33,7 +33,7 @@ from ..frames import FRAME_OVERHEAD
 from ..inspect.dissector import DEFAULT_SPEC, RESYNC_MAX_PAYLOAD
 from ..protocol import spec_named
 from . import rules
-from .heads import NO_FACTS, TUNED_BY, HeadFacts, head_facts, head_negotiation, negotiation
+from .heads import NO_FACTS, TUNED_BY, HeadFacts, head_negotiation, negotiation
 from .rules import Negotiated, negotiated_in
 from .scan import HEAD_BYTES, Endpoints, PartKey, SplitScan, StreamPart, unwrap
 from .streams import ConnectionKey, Edge, Follow, Region, connection_name, looks_like_amqp
@@ -292,11 +292,8 @@ def _plan_connection(
         return
     connection = Connection(len(plan.connections), key, name, first_capture)
     plan.connections.append(connection)
-    # What each head shows, worked out by the scan's task that read it (head_facts).
-    facts = {
-        direction: NO_FACTS if head is None else found or head_facts(head)
-        for direction, (_, head, _, found) in streams.items()
-    }
+    # What each head shows, worked out by the scan's task that read it (heads.head_facts).
+    facts = {direction: found or NO_FACTS for direction, (_, _, _, found) in streams.items()}
     # One version per connection: the client's protocol header names it, else connection.start.
     spec = (facts["client"].spec if "client" in facts else None) or (
         facts["server"].spec if "server" in facts else None
@@ -442,6 +439,7 @@ def _plan_stream(
             RegionPlan(-1, index, start if index else 0, region_end, split, tuple(chosen), complete)
         )
     head = syn_part.head if syn_part is not None and base is not None else None
+    # None for a head with no bytes: the scan works out the facts of every other one.
     facts = syn_part.head_facts if syn_part is not None and head is not None else None
     first_bytes = next((p.head for _, _, p in parts if p.head), b"")
     stream = StreamPlan(
