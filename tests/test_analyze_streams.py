@@ -421,6 +421,10 @@ def test_method_json_is_the_general_encoding(spec: str, data: st.DataObject) -> 
         Basic.Publish(exchange="caf\u00e9", routing_key="k\udcff"),
         Connection.StartOk({"product": "x"}, "PLAIN", b"\x00guest\x00secret", "en_US"),
         Channel.Close(0, "", 0, 0),
+        Channel.CloseOk(),
+        Connection.Start(0, 9, {"capabilities": {"basic.nack": True}, "n": 1}, b"PLAIN", b""),
+        Connection.Start(0, 9, {"caps": {"caf\u00e9": None}, "f": 1.5, "a": [1]}, b"\xff", b"x"),
+        v0_9_1.Queue.Declare(queue="q", arguments={"x-args": {"deep": {"deeper": "\u00e9"}}}),
     ],
 )
 def test_method_json_on_strings_it_must_escape_or_leave_to_the_general_way(method: Any) -> None:

@@ -114,6 +114,9 @@ _SYN_ONLY = TH_SYN | 0x10  # SYN and ACK bits: a client's SYN has only the first
 _PROPERTY_COLUMNS = column_names(PROPERTIES)
 # Distinct methods whose fields JSON is remembered per stream (publishes to the same place).
 _JSON_CACHE_SIZE = 4096
+#: Method classes met holding a field table (not hashable): their JSON is not cached, and
+#: trying to hash one again would only fail again.
+_UNHASHABLE_METHODS: set[type[Method]] = set()
 # A connection.start method frame on channel 0: type 1, channel 0, size, class 10 method 10.
 _START_PREFIX = b"\x01\x00\x00"
 _START_IDS = b"\x00\x0a\x00\x0a"
@@ -210,22 +213,25 @@ _dumps = json.JSONEncoder(allow_nan=False, separators=(",", ":"), ensure_ascii=F
 #: How ``_dumps`` writes a string (``ensure_ascii=False``), quotes included.
 _json_string = json.encoder.encode_basestring
 
-#: Per method class without credentials: ``('{"name":', attr)`` for each field in order.
-_JSON_PLANS: dict[type[Method], tuple[tuple[str, str], ...] | None] = {}
+#: Per method class: ``('{"name":', attr)`` for each field in order, where ``attr`` None
+#: means the text is written as it is: a credential's name and :data:`REDACTED`, or ``{``
+#: for a method without fields.
+_JSON_PLANS: dict[type[Method], tuple[tuple[str, str | None], ...]] = {}
 
 
 def method_json(method: Method) -> str:
     """``_dumps(method_fields(method))``, written directly for the usual fields (ASCII
-    strings, integers, bits, absent values): a quarter of the time. Anything else (a field
-    table, bytes, a credential) goes the general way."""
+    strings, integers, bits, absent values, bytes, field tables of such values,
+    credentials): a quarter of the time. Anything else goes the general way."""
     kind = type(method)
-    plan = _JSON_PLANS.get(kind, ())
-    if plan == ():
+    plan = _JSON_PLANS.get(kind)
+    if plan is None:
         plan = _JSON_PLANS[kind] = _json_plan(kind)
-    if not plan:
-        return _dumps(method_fields(method))
     parts = []
     for prefix, attr in plan:
+        if attr is None:
+            parts.append(prefix)
+            continue
         value = getattr(method, attr)
         of = type(value)
         if of is str and value.isascii():
@@ -236,20 +242,29 @@ def method_json(method: Method) -> str:
             parts.append(prefix + ("true" if value else "false"))
         elif value is None:
             parts.append(prefix + "null")
+        elif of is bytes:
+            parts.append(f'{prefix}{{"hex":"{value.hex()}"}}')
+        elif isinstance(value, Mapping):
+            parts.append(prefix + _table_json(value))
         else:
             return _dumps(method_fields(method))
     parts.append("}")
     return "".join(parts)
 
 
-def _json_plan(kind: type[Method]) -> tuple[tuple[str, str], ...] | None:
-    """The plan of :func:`method_json` for ``kind``; None: always the general way."""
-    if not kind.FIELDS or secret_fields(kind):
-        return None
-    return tuple(
-        (("{" if i == 0 else ",") + _json_string(spec.name) + ":", spec.attr)
-        for i, spec in enumerate(kind.FIELDS)
-    )
+def _json_plan(kind: type[Method]) -> tuple[tuple[str, str | None], ...]:
+    """The plan of :func:`method_json` for ``kind``."""
+    if not kind.FIELDS:
+        return (("{", None),)
+    hidden = secret_fields(kind)
+    plan: list[tuple[str, str | None]] = []
+    for i, spec in enumerate(kind.FIELDS):
+        prefix = ("{" if i == 0 else ",") + _json_string(spec.name) + ":"
+        if spec.name in hidden:
+            plan.append((prefix + _json_string(REDACTED), None))
+        else:
+            plan.append((prefix, spec.attr))
+    return tuple(plan)
 
 
 #: Per properties class: ``(flag bit, '"name":', attr)`` of each property, in wire order.
@@ -307,9 +322,9 @@ def header_json(frame: ContentHeaderFrame) -> tuple[str, str | None]:
 
 def _table_json(table: Mapping[str, Any]) -> str:
     """``_dumps(json_value(table))``, written directly for entries of the usual values (ASCII
-    strings, integers, booleans, void) under ASCII keys; any other value (a nested table,
-    a float...) is encoded the general way, and a key that is not ASCII sends the whole table
-    there."""
+    strings, integers, booleans, void, nested tables of the same) under ASCII keys; any
+    other value (a float, an array...) is encoded the general way, and a key that is not
+    ASCII sends the whole table there."""
     parts = []
     for key, tag, value in table_entries(table):
         if type(key) is not str or not key.isascii() or type(tag) is not str:
@@ -323,6 +338,8 @@ def _table_json(table: Mapping[str, Any]) -> str:
             text = "true" if value else "false"
         elif value is None:
             text = "null"
+        elif isinstance(value, Mapping):
+            text = _table_json(value)
         else:
             text = _dumps(json_value(value))
         parts.append(f'{{"key":{_json_string(key)},"tag":{_json_string(tag)},"value":{text}}}')
@@ -1044,10 +1061,14 @@ class DirectionDissector:
 
     def _method_json(self, method: Method) -> str:
         """The fields JSON of ``method``; repeated methods (same fields) are encoded once."""
+        kind = type(method)
+        if kind in _UNHASHABLE_METHODS:
+            return method_json(method)
         try:
             cached = self.json_cache.get(method)
         except TypeError:  # a field table inside: not hashable, not worth caching
-            return _dumps(method_fields(method))
+            _UNHASHABLE_METHODS.add(kind)
+            return method_json(method)
         if cached is None:
             if len(self.json_cache) >= _JSON_CACHE_SIZE:
                 self.json_cache.clear()
@@ -1282,7 +1303,7 @@ def message_properties(
             if known is not None and known[0] is props and attr == "headers":
                 out[index] = known[1]
             else:
-                out[index] = _dumps(json_value(value))
+                out[index] = _table_json(value)
         elif isinstance(value, str):
             out[index] = text(value)
         elif isinstance(value, int):
@@ -1640,8 +1661,8 @@ def connection_row(
         c.detected_by or s.detected_by,
         min(firsts) if firsts else None,
         max(lasts) if lasts else None,
-        None if client_props is None else _dumps(json_value(client_props)),
-        None if server_props is None else _dumps(json_value(server_props)),
+        None if client_props is None else _table_json(client_props),
+        None if server_props is None else _table_json(server_props),
         _table_text(client_props, "product"),
         _table_text(client_props, "version") or _table_text(client_props, "product_version"),
         _table_text(client_props, "platform"),
