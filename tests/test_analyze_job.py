@@ -6,6 +6,7 @@ dpkt) runs once for the module; the tests read its tables back through Spark.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import io
 import json
@@ -185,7 +186,10 @@ def analysis(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Analysis:
     shutil.copy(SAMPLES / "pika-session.pcap", folder)
     built, inputs = _built_captures(folder)
     out = base / "out"
+    thresholds = gc.get_threshold()
     summary = run(inputs, str(out), spark=spark, progress=False)
+    # The driver eases the collector while it works (job._collector_eased), only then.
+    assert gc.get_threshold() == thresholds
     tables = {name: _rows(spark, out / name) for name in summary.counts}
     assert summary.counts == {name: len(rows) for name, rows in tables.items()}
     return Analysis(out, built, tables)

@@ -382,3 +382,42 @@ def _rotated(folder: Path) -> str:
     write_pcap(folder / "ring-1.pcap", first)
     write_pcap(folder / "ring-2.pcap", second)
     return str(folder)
+
+
+def test_the_collector_is_left_as_the_caller_had_it(captures: list[str], tmp_path: Path) -> None:
+    """The driver freezes what it keeps from stage to stage (scans, plan, results) so that
+    the collector does not walk it again and again; nothing is left frozen after, even when
+    a stage fails, and a caller's own frozen objects are neither unfrozen nor joined."""
+    import gc
+
+    assert gc.get_freeze_count() == 0
+    frozen_during: list[int] = []
+
+    def watching(label: str, function: Any, items: list[Any]) -> list[Any]:
+        frozen_during.append(gc.get_freeze_count())
+        return [function(item) for item in items]
+
+    write_tables(captures, str(tmp_path / "out"), mapper=watching)
+    assert frozen_during[0] == 0 and frozen_during[-1] > 0  # the dissecting spared the plan
+    assert gc.get_freeze_count() == 0
+
+    def failing(label: str, function: Any, items: list[Any]) -> list[Any]:
+        if label == "dissecting":
+            raise RuntimeError("a task failed")
+        return [function(item) for item in items]
+
+    with pytest.raises(RuntimeError):
+        write_tables(captures, str(tmp_path / "failed"), mapper=failing)
+    assert gc.get_freeze_count() == 0
+
+    kept = [object() for _ in range(10)]  # a caller that froze objects of its own
+    gc.freeze()
+    try:
+        mine = gc.get_freeze_count()
+        frozen_during.clear()
+        write_tables(captures, str(tmp_path / "again"), mapper=watching)
+        assert frozen_during[-1] == mine
+        assert gc.get_freeze_count() == mine
+    finally:
+        gc.unfreeze()
+    del kept

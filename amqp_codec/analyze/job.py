@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import os
 import shutil
 import signal
@@ -465,7 +466,7 @@ def run(
     redissected = 0
     # The context is stopped before a failed run's staging folder is removed: no task of it
     # is left writing there.
-    with staged_output(out) as staging:
+    with _collector_eased(), staged_output(out) as staging:
 
         def tables(mapper: Mapper) -> Written:
             return write_tables(
@@ -548,6 +549,26 @@ def run(
     return summary
 
 
+#: The collector's thresholds while the driver works (see :func:`_collector_eased`).
+_DRIVER_GC_THRESHOLD = (10_000, 10, 10)
+
+
+@contextlib.contextmanager
+def _collector_eased() -> Iterator[None]:
+    """The young generation collected after 10,000 allocations instead of 700 while the
+    driver works, as in the executors' workers (:mod:`amqp_codec.analyze.daemon`); the
+    caller's thresholds back after. The driver holds the plan (objects in proportion to the
+    connections) while it makes millions of short-lived objects with next to no cycles, and
+    each older-generation pass walks the whole plan. On a file of 20,417 short connections,
+    in one process: planning 2.2 s instead of 1.1 s, scanning 8.0 s instead of 7.0 s."""
+    before = gc.get_threshold()
+    gc.set_threshold(*_DRIVER_GC_THRESHOLD)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+
+
 def _clear_tables(out: str) -> None:
     """Remove the tables a previous run wrote into ``out`` (each table is a folder)."""
     from amqp_codec.analyze.tables import TABLES
@@ -614,18 +635,46 @@ def write_tables(
     files = capture_files(list(captures))
     splits = plan_splits(files, split_bytes)
     _clear_tables(out)
-    scans = mapper("scanning", scan_split, splits)
-    splits, scans = _whole_where_needed(mapper, splits, scans)
-    splits, scans = _chain(splits, scans)
-    plan = make_plan(scans, files, [s.file for s in splits], frozenset(ports))
-    complete_heads(plan, splits)
-    say(
-        f"{len(plan.connections):,} AMQP connection{'s' if len(plan.connections) != 1 else ''}, "
-        f"{sum(len(s.regions) for s in plan.streams):,} stream regions; dissecting"
-    )
-    tasks = _tasks(plan, splits, out, bodies)
-    results = mapper("dissecting", run_task, tasks)
-    return _finish(mapper, say, plan, splits, scans, results, out, bodies, problems)
+    with _collector_spared() as spare:
+        scans = mapper("scanning", scan_split, splits)
+        splits, scans = _whole_where_needed(mapper, splits, scans)
+        splits, scans = _chain(splits, scans)
+        spare()  # the scans
+        plan = make_plan(scans, files, [s.file for s in splits], frozenset(ports))
+        complete_heads(plan, splits)
+        spare()  # the plan
+        n = len(plan.connections)
+        say(
+            f"{n:,} AMQP connection{'s' if n != 1 else ''}, "
+            f"{sum(len(s.regions) for s in plan.streams):,} stream regions; dissecting"
+        )
+        tasks = _tasks(plan, splits, out, bodies)
+        results = mapper("dissecting", run_task, tasks)
+        spare()  # the tasks' results
+        return _finish(mapper, say, plan, splits, scans, results, out, bodies, problems)
+
+
+@contextlib.contextmanager
+def _collector_spared() -> Iterator[Callable[[], None]]:
+    """A function that moves every object alive into the collector's permanent generation
+    (:func:`gc.freeze`), and at the end all of them back.
+
+    What the driver keeps from stage to stage (scans, plan, results) grows with the
+    connections, and each pass of the collector's oldest generation walks all of it while
+    the next stage makes millions of short-lived objects: on a file of 20,417 short
+    connections, the driver's checks and rows at the end took 3.0 s, 1.7 s with the
+    collector off (so 1.3 s was the collector walking what the stages kept). Frozen objects
+    are still freed when nothing refers to them; only cycles among them wait for the end. A
+    process that had frozen objects of its own is left as it is: unfreezing would take those
+    back too.
+    """
+    if gc.get_freeze_count():
+        yield lambda: None
+        return
+    try:
+        yield gc.freeze
+    finally:
+        gc.unfreeze()
 
 
 def _whole_where_needed(
