@@ -20,6 +20,7 @@ from typing import Any
 import dpkt
 import pytest
 from spark_support import (
+    PROTOCOL_HEADER,
     Conversation,
     closing,
     frames,
@@ -48,7 +49,7 @@ from amqp_codec.capture.packets import (
     read_range,
 )
 from amqp_codec.frames import ContentBodyFrame, HeartbeatFrame, MethodFrame
-from amqp_codec.v0_9_1 import Basic, Channel
+from amqp_codec.v0_9_1 import Basic, Channel, Connection
 
 pq = pytest.importorskip("pyarrow.parquet")
 
@@ -421,3 +422,73 @@ def test_the_collector_is_left_as_the_caller_had_it(captures: list[str], tmp_pat
     finally:
         gc.unfreeze()
     del kept
+
+
+def _finishing(results: list[Any]) -> Any:
+    """A mapper that runs each item here and keeps the dissecting tasks' results."""
+
+    def mapper(label: str, function: Any, items: list[Any]) -> list[Any]:
+        out = [function(item) for item in items]
+        if label == "dissecting":
+            results.extend(out)
+        return out
+
+    return mapper
+
+
+def test_connections_in_one_split_are_written_by_their_task(
+    captures: list[str], tmp_path: Path
+) -> None:
+    """A connection whose streams are one region each, read from one split, is checked and
+    written by that split's task (its connections row, the problems of its ends: here
+    gaps, damage, orphan content, a retransmission of other bytes): its streams' regions do
+    not go back to the driver, and the tables are those of one pass."""
+    resent = _busy(Conversation(client=("10.1.0.6", 40006), ts=1_700_000_000.0009), 6)
+    ts, raw = resent.packets[40]
+    resent.packets.append((ts + 0.01, raw[:-1] + bytes([raw[-1] ^ 0xFF])))  # other bytes
+    paths = [*captures, str(write_pcap(tmp_path / "resent.pcap", resent))]
+    expected = _reference(paths)
+    assert any("conflicting-overlap" in row for row in expected["problems"])
+    results: list[Any] = []
+    out = tmp_path / "out"
+    write_tables(paths, str(out), split_bytes=1 << 30, mapper=_finishing(results))
+    assert _written(out) == expected
+    finished = [c for r in results for c in r.finished]
+    assert len(finished) == len(expected["connections"]) == 5
+    assert not any(r.regions or r.parts for r in results)
+
+
+def test_a_connection_whose_limits_its_head_did_not_show_is_left_to_the_driver(
+    tmp_path: Path,
+) -> None:
+    """A client whose properties push its tune-ok past the head the scan reads: the server's
+    stream was dissected without the negotiated limits, so its task leaves the connection
+    to the driver, which dissects that stream again; a connection beside it is finished in
+    its task as usual."""
+    big = Conversation(client=("10.1.0.7", 40007)).handshake()
+    start_ok = Connection.StartOk(
+        client_properties={"product": "test-client", "information": "x" * 9000},
+        mechanism="PLAIN",
+        response=b"\x00analyst\x00secret",
+    )
+    client = PROTOCOL_HEADER + frames(
+        MethodFrame(0, start_ok),
+        MethodFrame(0, Connection.TuneOk(channel_max=64, frame_max=4096, heartbeat=30)),
+        MethodFrame(0, Connection.Open(virtual_host="/test")),
+        MethodFrame(1, Channel.Open()),
+    )
+    _, server = opening()
+    big.send("server", server[:400]).send("client", client, mss=1448).send("server", server[400:])
+    big.send("client", frames(*message_frames(1, "ex", "k", b"m" * 5000)), mss=1448)
+    big.fin("client").fin("server")
+    usual = _busy(Conversation(client=("10.1.0.8", 40008), ts=1_700_000_000.0007), 9)
+    paths = [str(write_pcap(tmp_path / "c.pcap", big, usual))]
+    expected = _reference(paths)
+    results: list[Any] = []
+    written = write_tables(
+        paths, str(tmp_path / "out"), split_bytes=1 << 30, mapper=_finishing(results)
+    )
+    assert _written(tmp_path / "out") == expected
+    assert written.redissected == 1
+    finished = [c for r in results for c in r.finished]
+    assert len(finished) == 1 and len(expected["connections"]) == 2

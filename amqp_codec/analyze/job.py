@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
-    from .plan import Plan, StreamPlan
+    from .plan import Connection, Plan, StreamPlan
     from .regions import PartWindow, Task, TaskResult
     from .scan import PartKey, Split, SplitScan
     from .tally import Tally
@@ -773,6 +773,17 @@ def _tasks(plan: Plan, splits: list[Split], out: str, bodies: bool) -> list[Task
     by_split: dict[int, dict[Any, Any]] = {}
     for (index, key), window in windows.items():
         by_split.setdefault(index, {})[key] = window
+    # A connection whose streams are one region each, all read from one split, is checked
+    # and written by that split's task (see regions.finish_connections), not here.
+    finishing: dict[int, list[Connection]] = {}
+    for connection in plan.connections:
+        streams = [plan.streams[i] for i in connection.streams.values()]
+        if any(len(stream.regions) != 1 for stream in streams):
+            continue
+        read = {part.split for stream in streams for part in stream.slices}
+        read |= {stream.regions[0].home for stream in streams}
+        if len(read) == 1:
+            finishing.setdefault(read.pop(), []).append(connection)
     tasks = []
     for split in splits:
         parts = by_split.get(split.index, {})
@@ -796,6 +807,7 @@ def _tasks(plan: Plan, splits: list[Split], out: str, bodies: bool) -> list[Task
                 windows=others,
                 out=out,
                 bodies=bodies,
+                connections=finishing.get(split.index, []),
             )
         )
     return tasks
@@ -825,10 +837,12 @@ def _finish(
     facts: dict[int, dict[int, Any]] = {}
     files_of: dict[int, set[tuple[str, str]]] = {}
     tcp: dict[int, list[int]] = {}
+    finished: set[int] = set()  # connections their task checked and wrote (see regions)
     for result in results:
         for table, n in result.rows.items():
             counts[table] += n
         tallies.update(result.tallies)
+        finished.update(result.finished)
         for region in result.regions:
             edges.setdefault(region.stream, {})[region.index] = region.edge
             facts.setdefault(region.stream, {})[region.index] = region.facts
@@ -845,6 +859,8 @@ def _finish(
     rules: dict[int, Any] = {}
     verdicts: dict[int, Any] = {}  # the rows each stream's regions left to the driver
     for stream in plan.streams:
+        if stream.connection in finished:
+            continue
         stream_edges = [edges[stream.id][r.index] for r in stream.regions]
         verdict = check_stream(stream, stream_edges)
         if not verdict.ok:
@@ -862,6 +878,8 @@ def _finish(
         drop = {(s.name, s.direction) for s in streams}
         for stream in streams:
             for table, path in files_of.pop(stream.id, set()):
+                if table == "connections":
+                    continue  # a task's file of the connections it finished: none of these
                 counts[table] -= filter_file(path, table, drop)
                 tallies.pop(path, None)  # no longer what the file holds: read it again
             extra_problems.pop(stream.id, None)
@@ -899,7 +917,7 @@ def _finish(
         again(failed, "their regions did not meet", "f")
     # The negotiated limits the regions assumed from the connection's head must be those the
     # streams hold; where not (a handshake past the head), dissect again with the right ones.
-    wrong = _wrong_negotiation(plan, facts, whole)
+    wrong = _wrong_negotiation(plan, facts, whole, finished)
     if wrong:
         again(wrong, "the handshake was not where the head showed it", "fr")
     for verdict in verdicts.values():
@@ -907,44 +925,30 @@ def _finish(
             driver.add("frames", row)
         for row in verdict.problems:
             driver.add("problems", row)
-    _driver_rows(driver, plan, scans, facts, tcp, extra_problems, rules)
+    _driver_rows(driver, plan, scans, facts, tcp, extra_problems, rules, finished)
     for table, n in driver.close().items():
         counts[table] += n
     tallies.update(driver.tallies)
     return Written(counts, len(redone), tallies)
 
 
-def _merged_methods(parts: dict[int, Any]) -> dict[str, tuple[int, float, Any]]:
-    """The first of each connection-class method a stream's regions decoded."""
-    methods: dict[str, tuple[int, float, Any]] = {}
-    for index in sorted(parts):
-        for name, entry in parts[index].methods.items():
-            if name not in methods or entry[0] < methods[name][0]:
-                methods[name] = entry
-    return methods
-
-
 def _wrong_negotiation(
-    plan: Plan, facts: dict[int, dict[int, Any]], whole: set[int]
+    plan: Plan, facts: dict[int, dict[int, Any]], whole: set[int], finished: set[int]
 ) -> list[StreamPlan]:
     """The streams dissected with negotiated limits other than their connection's (see
-    :func:`~amqp_codec.analyze.heads.head_negotiation`), set right for dissecting again."""
-    from amqp_codec.analyze.plan import negotiation_of
+    :func:`~amqp_codec.analyze.heads.head_negotiation`), set right for dissecting again
+    (``finished``: the connections their tasks checked and wrote)."""
+    from amqp_codec.analyze.plan import misnegotiated
 
     wrong: list[StreamPlan] = []
     for connection in plan.connections:
+        if connection.id in finished:
+            continue
         streams = {d: plan.streams[i] for d, i in connection.streams.items()}
-        found = {d: _merged_methods(facts.get(s.id, {})) for d, s in streams.items()}
-        negotiated, tuned_at = negotiation_of(found)
-        for direction, stream in streams.items():
-            # A stream in one region reads its own tune-ok; the server's takes the client's.
-            uses_values = direction == "server" or stream.id not in whole
-            uses_offset = stream.id not in whole
-            if (uses_values and stream.negotiated != negotiated) or (
-                uses_offset and stream.tuned_at != tuned_at.get(direction)
-            ):
-                stream.negotiated, stream.tuned_at = negotiated, None
-                wrong.append(stream)
+        found, negotiated = misnegotiated(streams, facts, whole)
+        for stream in found:
+            stream.negotiated, stream.tuned_at = negotiated, None
+        wrong.extend(found)
     return wrong
 
 
@@ -956,20 +960,13 @@ def _driver_rows(
     tcp: dict[int, list[int]],
     extra_problems: dict[int, int],
     rules: dict[int, Any],
+    finished: set[int],
 ) -> None:
-    """Capture problems, unknown protocols, TCP anomalies, heartbeats missed at a connection's
-    end and the ``connections`` rows."""
-    from amqp_codec.analyze.streams import (
-        StreamEnds,
-        _Facts,
-        capture_problem_row,
-        connection_row,
-        silence_rows,
-        tcp_anomaly_rows,
-        unknown_protocol_row,
-    )
+    """Capture problems, unknown protocols, and the ``connections`` rows, TCP anomalies and
+    heartbeats missed at the end of each connection but those ``finished`` by their tasks."""
+    from amqp_codec.analyze.plan import connection_rows
+    from amqp_codec.analyze.streams import capture_problem_row, unknown_protocol_row
     from amqp_codec.capture.packets import CaptureProblem
-    from amqp_codec.protocol import spec_named
 
     for scan in scans:
         for problem in scan.problems:
@@ -981,48 +978,10 @@ def _driver_rows(
     for unknown in plan.unknown:
         driver.add(*unknown_protocol_row(*unknown))
     for connection in plan.connections:
-        merged: dict[str, _Facts] = {}
-        ends: dict[str, StreamEnds] = {}
-        for direction, stream_id in connection.streams.items():
-            stream = plan.streams[stream_id]
-            total = _Facts()
-            for index in sorted(facts.get(stream_id, {})):
-                part = facts[stream_id][index]
-                total.size += part.size
-                total.frames += part.frames
-                total.messages += part.messages
-                total.problems += part.problems
-                if index == 0:
-                    total.spec, total.detected_by = part.spec, part.detected_by
-            total.methods = _merged_methods(facts.get(stream_id, {}))
-            total.protocol = spec_named(total.spec)
-            total.problems += extra_problems.get(stream_id, 0)
-            conflicting, out_of_window = tcp.get(stream_id, [0, 0])
-            for row in tcp_anomaly_rows(
-                connection.name,
-                direction,
-                stream.last_capture,
-                stream.last_ts,
-                conflicting=conflicting,
-                out_of_window=out_of_window,
-            ):
-                total.problems += 1
-                driver.add(*row)
-            merged[direction] = total
-            ends[direction] = StreamEnds(stream.first_ts, stream.last_ts, stream.fin, stream.rst)
+        if connection.id in finished:
+            continue
         streams = {d: plan.streams[i] for d, i in connection.streams.items()}
-        for direction, row in silence_rows(
-            connection.name,
-            ends,
-            {d: rules[s.id] for d, s in streams.items() if s.id in rules},
-            {d: s.last_capture for d, s in streams.items()},
-        ):
-            merged[direction].problems += 1
-            driver.add("problems", row)
-        driver.add(
-            "connections",
-            connection_row(connection.key, connection.name, connection.first_capture, ends, merged),
-        )
+        driver.extend(connection_rows(connection, streams, facts, tcp, extra_problems, rules))
 
 
 # ------------------------------------------------------------------------------------------

@@ -36,7 +36,20 @@ from . import rules
 from .heads import NO_FACTS, TUNED_BY, HeadFacts, head_negotiation, negotiation
 from .rules import Negotiated, negotiated_in
 from .scan import HEAD_BYTES, Endpoints, PartKey, SplitScan, StreamPart, unwrap
-from .streams import ConnectionKey, Edge, Follow, Region, connection_name, looks_like_amqp
+from .streams import (
+    ConnectionKey,
+    Edge,
+    Follow,
+    Region,
+    Row,
+    StreamEnds,
+    _Facts,
+    connection_name,
+    connection_row,
+    looks_like_amqp,
+    silence_rows,
+    tcp_anomaly_rows,
+)
 
 __all__ = [
     "Connection",
@@ -46,7 +59,10 @@ __all__ = [
     "StreamPlan",
     "Verdict",
     "check_stream",
+    "connection_rows",
     "make_plan",
+    "merged_methods",
+    "misnegotiated",
 ]
 
 #: Parts after a region's end that it may read to finish what it started.
@@ -555,3 +571,94 @@ def _covering(follows: Iterable[Follow], sync: int, offset: int) -> Follow | Non
         if follow.start <= sync and (follow.end is None or follow.end > offset):
             return follow
     return None
+
+
+def merged_methods(parts: dict[int, Any]) -> dict[str, tuple[int, float, Any]]:
+    """The first of each connection-class method a stream's regions (``index -> facts``)
+    decoded."""
+    methods: dict[str, tuple[int, float, Any]] = {}
+    for index in sorted(parts):
+        for name, entry in parts[index].methods.items():
+            if name not in methods or entry[0] < methods[name][0]:
+                methods[name] = entry
+    return methods
+
+
+def misnegotiated(
+    streams: dict[str, StreamPlan], facts: dict[int, dict[int, Any]], whole: Collection[int]
+) -> tuple[list[StreamPlan], Negotiated | None]:
+    """The streams of one connection (``direction -> stream``) that were dissected with
+    negotiated limits other than those their regions found (see
+    :func:`~.heads.head_negotiation`), and the limits found. ``facts``: stream id -> region
+    index -> facts; ``whole``: the streams dissected in one region."""
+    found = {d: merged_methods(facts.get(s.id, {})) for d, s in streams.items()}
+    negotiated, tuned_at = negotiation_of(found)
+    wrong = []
+    for direction, stream in streams.items():
+        # A stream in one region reads its own tune-ok; the server's takes the client's.
+        uses_values = direction == "server" or stream.id not in whole
+        uses_offset = stream.id not in whole
+        if (uses_values and stream.negotiated != negotiated) or (
+            uses_offset and stream.tuned_at != tuned_at.get(direction)
+        ):
+            wrong.append(stream)
+    return wrong, negotiated
+
+
+def connection_rows(
+    connection: Connection,
+    streams: dict[str, StreamPlan],
+    facts: dict[int, dict[int, Any]],
+    tcp: dict[int, list[int]],
+    extra_problems: dict[int, int],
+    rules: dict[int, Any],
+) -> list[Row]:
+    """The ``connections`` row of a checked connection and the problems of its ends: TCP
+    anomalies, heartbeats missed at its end. ``facts``: stream id -> region index -> facts;
+    ``tcp``: stream id -> [conflicting, out of window]; ``extra_problems``: stream id -> the
+    problem rows its check added; ``rules``: stream id -> its peer rules at the end."""
+    out: list[Row] = []
+    merged: dict[str, _Facts] = {}
+    ends: dict[str, StreamEnds] = {}
+    for direction, stream in streams.items():
+        total = _Facts()
+        parts = facts.get(stream.id, {})
+        for index in sorted(parts):
+            part = parts[index]
+            total.size += part.size
+            total.frames += part.frames
+            total.messages += part.messages
+            total.problems += part.problems
+            if index == 0:
+                total.spec, total.detected_by = part.spec, part.detected_by
+        total.methods = merged_methods(parts)
+        total.protocol = spec_named(total.spec)
+        total.problems += extra_problems.get(stream.id, 0)
+        conflicting, out_of_window = tcp.get(stream.id, [0, 0])
+        for row in tcp_anomaly_rows(
+            connection.name,
+            direction,
+            stream.last_capture,
+            stream.last_ts,
+            conflicting=conflicting,
+            out_of_window=out_of_window,
+        ):
+            total.problems += 1
+            out.append(row)
+        merged[direction] = total
+        ends[direction] = StreamEnds(stream.first_ts, stream.last_ts, stream.fin, stream.rst)
+    for direction, row in silence_rows(
+        connection.name,
+        ends,
+        {d: rules[s.id] for d, s in streams.items() if s.id in rules},
+        {d: s.last_capture for d, s in streams.items()},
+    ):
+        merged[direction].problems += 1
+        out.append(("problems", row))
+    out.append(
+        (
+            "connections",
+            connection_row(connection.key, connection.name, connection.first_capture, ends, merged),
+        )
+    )
+    return out

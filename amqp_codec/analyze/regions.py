@@ -9,7 +9,9 @@ order: its own, those other splits own inside the region (rare: reordered segmen
 as far as needed, the bytes after it, which it reads from the following splits (parsed
 only when needed). Rows go straight to the task's Parquet part files; the task returns the
 small things the driver needs: each region's :class:`~amqp_codec.analyze.streams.Edge` and
-facts, and each part's TCP counts.
+facts, and each part's TCP counts. A connection the task holds whole (every stream one
+region, read from this split alone) it checks and writes itself, as the driver would
+(:func:`finish_connections`), and returns none of that for it.
 
 The same function runs the fallback: one stream as a single region, read split after split.
 """
@@ -24,7 +26,18 @@ from ..capture.packets import TH_SYN, PortPairs, RangeRead, Segment
 from ..capture.tcp import Gap, Piece, place
 from .heads import head_negotiation
 from .parquet import TableWriters
-from .plan import Plan, RegionPlan, Slice, StreamPlan, head_wanted, plan_limits_again
+from .plan import (
+    Connection,
+    Plan,
+    RegionPlan,
+    Slice,
+    StreamPlan,
+    check_stream,
+    connection_rows,
+    head_wanted,
+    misnegotiated,
+    plan_limits_again,
+)
 from .scan import HEAD_BYTES, PartKey, PartKeys, Split, segments_of, unwrap
 from .streams import DirectionDissector, Edge, _Facts
 from .tally import Tally
@@ -36,6 +49,7 @@ __all__ = [
     "Task",
     "TaskResult",
     "fallback_region",
+    "finish_connections",
     "run_task",
 ]
 
@@ -67,6 +81,9 @@ class Task:
     """The parts of other splits its regions may read."""
     out: str
     bodies: bool
+    connections: list[Connection] = field(default_factory=list)
+    """Connections whose streams are one region each, all read from the home split: the task
+    checks and writes them whole (:func:`finish_connections`)."""
 
 
 @dataclass(slots=True)
@@ -94,6 +111,9 @@ class TaskResult:
     tallies: dict[str, Tally] = field(default_factory=dict)
     """Per part file written: the report's figures of its rows (see :mod:`.tally`)."""
     bytes: int = 0
+    finished: list[int] = field(default_factory=list)
+    """The connections written whole (:func:`finish_connections`): their streams' regions
+    and parts are not in :attr:`regions` and :attr:`parts`."""
 
 
 #: A segment's payload placed in its stream: start, end, timestamp, bytes, capture file.
@@ -361,12 +381,56 @@ def run_task(task: Task) -> TaskResult:
         facts.protocol = None  # travels by name (spec)
         result.regions.append(RegionResult(stream.id, region.index, dissector.edge, facts))
     result.parts = list(source.counts.values())
+    finish_connections(task, result, writers)
     result.rows = writers.close()
     result.files = dict(writers.files)
     result.tallies = writers.tallies
     if task.split is not None:
         result.bytes = task.split.end - task.split.start
     return result
+
+
+def finish_connections(task: Task, result: TaskResult, writers: TableWriters) -> None:
+    """Check and write here what the driver would for each of ``task.connections``, and take
+    its streams out of ``result``: each stream's check (:func:`~.plan.check_stream`), the
+    negotiated limits its regions assumed against those they found, the rows the check
+    decides, and the ``connections`` row with the problems of the connection's ends
+    (:func:`~.plan.connection_rows`). All of it depends only on the streams' one region each
+    and on the TCP counts of their parts, all in this task. A connection whose check fails,
+    or whose limits were not those found, is left to the driver, which dissects it again.
+
+    The driver would otherwise receive every region's edge and facts (their methods, field
+    tables and all) and work through each connection alone: with thousands of short
+    connections per split, most of what a task sent back and most of the driver's last
+    stage."""
+    if not task.connections:
+        return
+    regions = {r.stream: r for r in result.regions}
+    plans = {stream.id: stream for stream, _ in task.regions}
+    tcp: dict[int, list[int]] = {}
+    for part in result.parts:
+        counter = tcp.setdefault(part.stream, [0, 0])
+        counter[0] += part.conflicting
+        counter[1] += part.out_of_window
+    done: set[int] = set()
+    for connection in task.connections:
+        streams = {d: plans[i] for d, i in connection.streams.items()}
+        verdicts = {s.id: check_stream(s, [regions[s.id].edge]) for s in streams.values()}
+        if not all(verdict.ok for verdict in verdicts.values()):
+            continue
+        facts = {i: {0: regions[i].facts} for i in verdicts}
+        if misnegotiated(streams, facts, verdicts)[0]:
+            continue
+        for verdict in verdicts.values():
+            writers.extend(("frames", row) for row in verdict.frames)
+            writers.extend(("problems", row) for row in verdict.problems)
+        extra = {i: len(verdict.problems) for i, verdict in verdicts.items()}
+        rules = {i: verdict.rules for i, verdict in verdicts.items()}
+        writers.extend(connection_rows(connection, streams, facts, tcp, extra, rules))
+        result.finished.append(connection.id)
+        done.update(verdicts)
+    result.regions = [r for r in result.regions if r.stream not in done]
+    result.parts = [p for p in result.parts if p.stream not in done]
 
 
 def complete_heads(plan: Plan, splits: Sequence[Split]) -> int:
