@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from ..frames import MethodFrame
 from ..inspect.dissector import Event, FrameEvent, StreamDissector
+from .pickling import pickled_by_fields
 from .rules import Negotiated, negotiated_in
 
 __all__ = ["NO_FACTS", "TUNED_BY", "HeadFacts", "head_facts", "head_negotiation", "negotiation"]
@@ -22,6 +23,7 @@ __all__ = ["NO_FACTS", "TUNED_BY", "HeadFacts", "head_facts", "head_negotiation"
 TUNED_BY = {"client": "connection.tune-ok", "server": "connection.tune"}
 
 
+@pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class HeadFacts:
     """What one stream's head shows, whichever side sent it."""

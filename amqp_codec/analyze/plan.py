@@ -34,6 +34,7 @@ from ..inspect.dissector import DEFAULT_SPEC, RESYNC_MAX_PAYLOAD
 from ..protocol import spec_named
 from . import rules
 from .heads import NO_FACTS, TUNED_BY, HeadFacts, head_negotiation, negotiation
+from .pickling import pickled_by_fields
 from .rules import Negotiated, negotiated_in
 from .scan import HEAD_BYTES, Endpoints, PartKey, SplitScan, StreamPart, unwrap
 from .streams import (
@@ -71,6 +72,7 @@ READ_AHEAD_PARTS = 8
 Interval = tuple[int, int]
 
 
+@pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class Slice:
     """The bytes of one stream part that its split owns, placed in the stream."""
@@ -87,6 +89,7 @@ class Slice:
         return self.owned[0][0] if self.owned else 1 << 62
 
 
+@pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class RegionPlan:
     """One region of one stream and where its bytes are (see :class:`~.streams.Region`)."""

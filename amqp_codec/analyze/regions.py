@@ -26,6 +26,7 @@ from ..capture.packets import TH_SYN, PortPairs, RangeRead, Segment
 from ..capture.tcp import Gap, Piece, place
 from .heads import head_negotiation
 from .parquet import TableWriters
+from .pickling import pickled_by_fields
 from .plan import (
     Connection,
     Plan,
@@ -54,6 +55,7 @@ __all__ = [
 ]
 
 
+@pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class PartWindow:
     """Where one analysed part lies in its stream (for placing its segments)."""

@@ -47,6 +47,7 @@ from typing import Any
 from ..base import Method
 from ..connection import sent_by
 from ..errors import CHANNEL_ERROR, COMMAND_INVALID, FRAME_ERROR, NOT_ALLOWED
+from .pickling import pickled_by_fields
 
 __all__ = [
     "Edge",
@@ -80,6 +81,7 @@ _OPENS = {"client": "channel.open", "server": "channel.open-ok"}
 _CONNECTION_ENDS = frozenset({"connection.close", "connection.close-ok"})
 
 
+@pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class Negotiated:
     """The limits of the client's connection.tune-ok (0: none)."""
@@ -117,6 +119,7 @@ class Finding:
     frame, whose previous frame is in the regions before)."""
 
 
+@pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class Pending:
     """A finding that holds only if the regions before left things so (see :func:`fold`)."""
