@@ -49,6 +49,7 @@ from amqp_codec.capture.packets import (
     read_range,
 )
 from amqp_codec.frames import ContentBodyFrame, HeartbeatFrame, MethodFrame
+from amqp_codec.inspect.resync import RESYNC_MAX_PAYLOAD
 from amqp_codec.v0_9_1 import Basic, Channel, Connection
 
 pq = pytest.importorskip("pyarrow.parquet")
@@ -492,3 +493,48 @@ def test_a_connection_whose_limits_its_head_did_not_show_is_left_to_the_driver(
     assert written.redissected == 1
     finished = [c for r in results for c in r.finished]
     assert len(finished) == 1 and len(expected["connections"]) == 2
+
+
+def test_head_facts_stop_at_the_first_tuning_frame() -> None:
+    """A head is dissected as far as its first tune (server) or tune-ok (client), wherever
+    it falls among the pieces the dissector is given; a head without one, to its end."""
+    from amqp_codec.analyze.heads import HEAD_STEP, head_facts
+    from amqp_codec.analyze.rules import Negotiated
+
+    client, server = opening()
+    facts = head_facts(client)
+    tune_ok_at = client.index(frames(MethodFrame(0, Connection.TuneOk(64, 4096, 30))))
+    assert (facts.spec, facts.tuned_frame_max) == ("0-9-1", 4096)
+    assert facts.tuned_at == {"client": tune_ok_at}
+    assert facts.negotiated == Negotiated(4096, 64, 30) and facts.size == len(client)
+    for pad in range(0, HEAD_STEP, 37):  # the tune-ok across every piece boundary
+        props = {"product": "test-client", "pad": "p" * pad}
+        start_ok = Connection.StartOk(props, "PLAIN", b"\x00a\x00b")
+        head = PROTOCOL_HEADER + frames(
+            MethodFrame(0, start_ok), MethodFrame(0, Connection.TuneOk(64, 8192, 30))
+        )
+        assert head_facts(head).tuned_at == {"client": head.index(b"\x01\x00\x00", 8 + 12)}
+        assert head_facts(head).tuned_frame_max == 8192
+    server_facts = head_facts(server)
+    assert list(server_facts.tuned_at) == ["server"] and server_facts.negotiated is None
+    untuned = client[:tune_ok_at]
+    assert head_facts(untuned).tuned_at == {} and head_facts(untuned).tuned_frame_max == 0
+
+
+def test_a_stream_that_tunes_twice_is_dissected_as_in_one_pass(tmp_path: Path) -> None:
+    """A client that sends a second tune-ok with a frame_max that changes what a resync
+    believes: the head's facts (the first) are not what the stream holds after it, the
+    regions after the first are found not to fit, and the stream is dissected again in one
+    pass."""
+    conversation = Conversation(client=("10.1.0.9", 40019)).handshake()
+    client, server = opening()
+    # Heartbeats first: the second tune-ok lies past the first piece of the head dissected.
+    beats = frames(*[HeartbeatFrame(0)] * 100)
+    again = beats + frames(MethodFrame(0, Connection.TuneOk(64, 4 * RESYNC_MAX_PAYLOAD, 30)))
+    conversation.send("client", client + again).send("server", server)
+    for n in range(12):
+        body = frames(*message_frames(1, "ex", f"k{n}", bytes([n]) * 20_000, 131072))
+        conversation.send("client", body, mss=1448)
+    conversation.fin("client").fin("server")
+    path = write_pcap(tmp_path / "twice.pcap", conversation)
+    assert _check([str(path)], tmp_path / "out", 30_000) >= 1
