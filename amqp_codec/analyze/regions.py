@@ -421,7 +421,7 @@ def finish_connections(task: Task, result: TaskResult, writers: TableWriters) ->
         if not all(verdict.ok for verdict in verdicts.values()):
             continue
         facts = {i: {0: regions[i].facts} for i in verdicts}
-        if misnegotiated(streams, facts, verdicts)[0]:
+        if misnegotiated(streams, facts, whole=set(verdicts))[0]:
             continue
         for verdict in verdicts.values():
             writers.extend(("frames", row) for row in verdict.frames)
