@@ -418,8 +418,9 @@ def test_the_collector_is_left_as_the_caller_had_it(captures: list[str], tmp_pat
         mine = gc.get_freeze_count()
         frozen_during.clear()
         write_tables(captures, str(tmp_path / "again"), mapper=watching)
-        assert frozen_during[-1] == mine
-        assert gc.get_freeze_count() == mine
+        # None joined (frozen objects freed meanwhile leave the count), none unfrozen.
+        assert all(0 < count <= mine for count in frozen_during)
+        assert 0 < gc.get_freeze_count() <= mine
     finally:
         gc.unfreeze()
     del kept
