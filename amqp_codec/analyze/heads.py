@@ -21,6 +21,7 @@ __all__ = ["NO_FACTS", "TUNED_BY", "HeadFacts", "head_facts", "head_negotiation"
 
 #: The frame after which each side's frames answer to the negotiated limits.
 TUNED_BY = {"client": "connection.tune-ok", "server": "connection.tune"}
+_TUNING_SIDE = {name: side for side, name in TUNED_BY.items()}
 
 
 @pickled_by_fields
@@ -81,11 +82,9 @@ def _first_tuning(events: list[Event]) -> tuple[str, int, MethodFrame] | None:
     for event in events:
         if not isinstance(event, FrameEvent) or not isinstance(event.frame, MethodFrame):
             continue
-        if event.frame.channel == 0:
-            name = event.frame.method.NAME
-            for direction, tuning in TUNED_BY.items():
-                if name == tuning:
-                    return direction, event.offset, event.frame
+        side = _TUNING_SIDE.get(event.frame.method.NAME)
+        if side is not None and event.frame.channel == 0:
+            return side, event.offset, event.frame
     return None
 
 

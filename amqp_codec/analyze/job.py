@@ -828,7 +828,7 @@ def _finish(
     rows."""
     from amqp_codec.analyze.parquet import TableWriters, filter_file
     from amqp_codec.analyze.plan import check_stream
-    from amqp_codec.analyze.regions import PartWindow, Task, fallback_region, run_task
+    from amqp_codec.analyze.regions import PartWindow, Task, fallback_region, run_task, tcp_counts
     from amqp_codec.analyze.tables import TABLES
 
     counts = dict.fromkeys(TABLES, 0)
@@ -836,7 +836,7 @@ def _finish(
     edges: dict[int, dict[int, Any]] = {}
     facts: dict[int, dict[int, Any]] = {}
     files_of: dict[int, set[tuple[str, str]]] = {}
-    tcp: dict[int, list[int]] = {}
+    tcp = tcp_counts(part for result in results for part in result.parts)
     finished: set[int] = set()  # connections their task checked and wrote (see regions)
     for result in results:
         for table, n in result.rows.items():
@@ -847,10 +847,6 @@ def _finish(
             edges.setdefault(region.stream, {})[region.index] = region.edge
             facts.setdefault(region.stream, {})[region.index] = region.facts
             files_of.setdefault(region.stream, set()).update(result.files.items())
-        for part in result.parts:
-            counter = tcp.setdefault(part.stream, [0, 0])
-            counter[0] += part.conflicting
-            counter[1] += part.out_of_window
     driver = TableWriters(out, "driver")
     for row in problems:
         driver.add("problems", row)

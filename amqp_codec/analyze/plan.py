@@ -314,9 +314,7 @@ def _plan_connection(
     # What each head shows, worked out by the scan's task that read it (heads.head_facts).
     facts = {direction: found or NO_FACTS for direction, (_, _, _, found) in streams.items()}
     # One version per connection: the client's protocol header names it, else connection.start.
-    spec = (facts["client"].spec if "client" in facts else None) or (
-        facts["server"].spec if "server" in facts else None
-    )
+    spec = facts.get("client", NO_FACTS).spec or facts.get("server", NO_FACTS).spec
     negotiated, tuned_at = negotiation(facts)
     # A head cut short by its split's end, before the handshake it should show: the driver
     # reads the rest from the next splits (see head_wanted) and plans the limits again.

@@ -52,6 +52,7 @@ __all__ = [
     "fallback_region",
     "finish_connections",
     "run_task",
+    "tcp_counts",
 ]
 
 
@@ -392,6 +393,16 @@ def run_task(task: Task) -> TaskResult:
     return result
 
 
+def tcp_counts(parts: Iterable[PartCounts]) -> dict[int, list[int]]:
+    """Stream id -> [conflicting, out of window] over ``parts`` (of any tasks)."""
+    tcp: dict[int, list[int]] = {}
+    for part in parts:
+        counter = tcp.setdefault(part.stream, [0, 0])
+        counter[0] += part.conflicting
+        counter[1] += part.out_of_window
+    return tcp
+
+
 def finish_connections(task: Task, result: TaskResult, writers: TableWriters) -> None:
     """Check and write here what the driver would for each of ``task.connections``, and take
     its streams out of ``result``: each stream's check (:func:`~.plan.check_stream`), the
@@ -409,11 +420,7 @@ def finish_connections(task: Task, result: TaskResult, writers: TableWriters) ->
         return
     regions = {r.stream: r for r in result.regions}
     plans = {stream.id: stream for stream, _ in task.regions}
-    tcp: dict[int, list[int]] = {}
-    for part in result.parts:
-        counter = tcp.setdefault(part.stream, [0, 0])
-        counter[0] += part.conflicting
-        counter[1] += part.out_of_window
+    tcp = tcp_counts(result.parts)
     done: set[int] = set()
     for connection in task.connections:
         streams = {d: plans[i] for d, i in connection.streams.items()}
