@@ -19,6 +19,8 @@ from typing import Any
 
 import dpkt
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from spark_support import (
     PROTOCOL_HEADER,
     Conversation,
@@ -31,10 +33,11 @@ from spark_support import (
     write_pcap,
 )
 
-from amqp_codec.analyze import streams
+from amqp_codec.analyze import plan, streams
+from amqp_codec.analyze.heads import NO_FACTS
 from amqp_codec.analyze.job import write_tables
 from amqp_codec.analyze.parquet import TALLIED_AS_WRITTEN
-from amqp_codec.analyze.scan import PartKeys
+from amqp_codec.analyze.scan import PartKeys, StreamPart
 from amqp_codec.analyze.streams import analyze_connection, endpoints
 from amqp_codec.analyze.tables import TABLES
 from amqp_codec.analyze.tally import tally_file
@@ -539,3 +542,32 @@ def test_a_stream_that_tunes_twice_is_dissected_as_in_one_pass(tmp_path: Path) -
     conversation.fin("client").fin("server")
     path = write_pcap(tmp_path / "twice.pcap", conversation)
     assert _check([str(path)], tmp_path / "out", 30_000) >= 1
+
+
+@st.composite
+def _one_part(draw: st.DrawFn) -> StreamPart:
+    """A stream part as a scan leaves it: merged payload intervals in rel, perhaps a SYN
+    (before, at or after the first payload), a FIN anywhere (before the SYN too), a head."""
+    first_seq = draw(st.integers(0, 2**32 - 1))
+    cuts = sorted(draw(st.sets(st.integers(0, 5_000), max_size=8)))
+    intervals = [[lo, hi] for lo, hi in zip(cuts[::2], cuts[1::2], strict=False) if lo < hi]
+    part = StreamPart(first_seq, 1.0, 7, last_rel=cuts[-1] if cuts else 0, last_ts=2.0)
+    part.intervals = intervals
+    part.syn_rel = draw(st.none() | st.integers(-10, 5_000))
+    part.fin_rel = draw(st.none() | st.integers(-10, 6_000))
+    part.fin_ts = None if part.fin_rel is None else 1.5
+    part.rst = draw(st.booleans())
+    part.head = draw(st.sampled_from([b"", b"AMQP\x00\x00\x09\x01"]))
+    part.head_facts = NO_FACTS if part.syn_rel is not None else None
+    return part
+
+
+@given(part=_one_part(), split=st.integers(0, 3))
+def test_a_stream_in_one_split_is_planned_as_in_general(part: StreamPart, split: int) -> None:
+    """The plan's way for a stream whose bytes one split holds (most streams of short
+    connections) gives what its general way gives for one part."""
+    key = ((("10.0.0.1", 40000), ("10.0.0.2", 5672)), 1, True)
+    args = ("client", [(split, key, part)], ["a.pcap", "b.pcap"], [0, 1, 1, 0])
+    assert repr(plan._plan_one_part(args[0], args[1][0], args[2], args[3])) == repr(
+        plan._plan_parts(*args)
+    )

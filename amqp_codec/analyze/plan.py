@@ -296,10 +296,13 @@ def _plan_connection(
     for item in parts:
         sender = ends[0] if item[1][2] else ends[1]
         by_direction.setdefault("server" if sender == server else "client", []).append(item)
-    streams = {
-        direction: _plan_stream(direction, mine, paths, split_files)
-        for direction, mine in by_direction.items()
-    }
+    streams: dict[str, tuple[StreamPlan, bytes | None, bytes, HeadFacts | None]] = {}
+    regions: dict[str, list[_Region]] = {}
+    for direction, mine in by_direction.items():
+        stream, head, first_bytes, found, regions[direction] = _plan_stream(
+            direction, mine, paths, split_files
+        )
+        streams[direction] = (stream, head, first_bytes, found)
     heads = {d: s[1] for d, s in streams.items()}
     amqp = looks_like_amqp(heads.get("client"), heads.get("server"))
     on_port = key[3] in ports
@@ -332,10 +335,7 @@ def _plan_connection(
         stream.tuned_at = tuned_at.get(direction)
         if cut and _head is not None:
             stream.head = _head
-        stream.regions = [
-            RegionPlan(stream.id, r.index, r.start, r.end, r.home, r.slices, r.reads_to_end)
-            for r in stream.regions
-        ]
+        stream.regions = [RegionPlan(stream.id, *region) for region in regions[direction]]
         plan.streams.append(stream)
         connection.streams[direction] = stream.id
         for s in stream.slices:
@@ -381,14 +381,32 @@ def negotiation_of(
     return negotiated, tuned_at
 
 
+#: A region planned for a stream whose id is not known yet: the fields of
+#: :class:`RegionPlan` after ``stream``.
+_Region = tuple[int, int, int | None, int, tuple[Slice, ...], bool]
+
+
 def _plan_stream(
     direction: str,
     parts: list[tuple[int, PartKey, StreamPart]],
     paths: Sequence[str],
     split_files: Sequence[int],
-) -> tuple[StreamPlan, bytes | None, bytes, HeadFacts | None]:
-    """One direction's stream: its parts placed and owned, its regions; and its head (if its
-    start was captured), first bytes and what the head shows (as its scan found it)."""
+) -> tuple[StreamPlan, bytes | None, bytes, HeadFacts | None, list[_Region]]:
+    """One direction's stream: its parts placed and owned; its head (if its start was
+    captured), first bytes and what the head shows (as its scan found it); its regions."""
+    if len(parts) == 1:
+        return _plan_one_part(direction, parts[0], paths, split_files)
+    return _plan_parts(direction, parts, paths, split_files)
+
+
+def _plan_parts(
+    direction: str,
+    parts: list[tuple[int, PartKey, StreamPart]],
+    paths: Sequence[str],
+    split_files: Sequence[int],
+) -> tuple[StreamPlan, bytes | None, bytes, HeadFacts | None, list[_Region]]:
+    """:func:`_plan_stream` of any number of parts: each owns what no part before it holds,
+    and each split that brings new bytes is home to a region."""
     absolute: list[int] = []
     last: int | None = None
     for _, _, part in parts:
@@ -441,7 +459,7 @@ def _plan_stream(
     if not homes:
         homes.append((0, 0, parts[0][0]))
     ordered = sorted((s for s in slices if s.owned), key=lambda s: s.low)
-    regions: list[RegionPlan] = []
+    regions: list[_Region] = []
     for index, (start, end, split) in enumerate(homes):
         last_region = index == len(homes) - 1
         region_end = None if last_region else end
@@ -452,9 +470,7 @@ def _plan_stream(
             after = [s for s in chosen if s.low >= region_end]
             complete = len(after) <= READ_AHEAD_PARTS
             chosen = inside + after[:READ_AHEAD_PARTS]
-        regions.append(
-            RegionPlan(-1, index, start if index else 0, region_end, split, tuple(chosen), complete)
-        )
+        regions.append((index, start if index else 0, region_end, split, tuple(chosen), complete))
     head = syn_part.head if syn_part is not None and base is not None else None
     # None for a head with no bytes: the scan works out the facts of every other one.
     facts = syn_part.head_facts if syn_part is not None and head is not None else None
@@ -471,11 +487,60 @@ def _plan_stream(
         last_ts=max(p.last_ts for _, _, p in parts),
         fin=any(p.fin_rel is not None for _, _, p in parts),
         rst=any(p.rst for _, _, p in parts),
-        regions=regions,
         slices=slices,
         last_capture=paths[split_files[parts[-1][0]]],
     )
-    return stream, head, first_bytes, facts
+    return stream, head, first_bytes, facts, regions
+
+
+def _plan_one_part(
+    direction: str,
+    only: tuple[int, PartKey, StreamPart],
+    paths: Sequence[str],
+    split_files: Sequence[int],
+) -> tuple[StreamPlan, bytes | None, bytes, HeadFacts | None, list[_Region]]:
+    """:func:`_plan_parts` of a stream seen in one split (every stream of a short
+    connection): its part owns all it holds, and the stream is one region. The general
+    way's lists and sorts for one part took the driver's plan of 20,417 short connections
+    0.68 to 0.70 s; this way, 0.44 to 0.45 s."""
+    split, key, part = only
+    base = part.first_seq
+    if part.syn_rel is not None:
+        base += part.syn_rel + 1
+    elif part.intervals:
+        base += part.intervals[0][0]
+    fin_offset = None if part.fin_rel is None else part.first_seq + part.fin_rel - base
+    if fin_offset is not None and fin_offset < 0:
+        fin_offset = None  # a FIN from before the SYN: an older connection on the same ports
+    limit = fin_offset if fin_offset is not None else 1 << 62
+    offset0 = part.first_seq - base
+    owned = tuple(
+        (max(offset0 + lo, 0), min(offset0 + hi, limit))
+        for lo, hi in part.intervals
+        if offset0 + hi > 0 and offset0 + lo < limit
+    )
+    piece = Slice(split, key, offset0, owned)
+    syn = part.syn_rel is not None
+    head = part.head if syn else None
+    stream = StreamPlan(
+        id=-1,
+        connection=-1,
+        direction=direction,
+        name="",
+        syn=syn,
+        fin_offset=fin_offset,
+        fin_ts=part.fin_ts,
+        first_ts=part.first_ts,
+        last_ts=part.last_ts,
+        fin=part.fin_rel is not None,
+        rst=part.rst,
+        slices=[piece],
+        last_capture=paths[split_files[split]],
+    )
+    # None for a head with no bytes: the scan works out the facts of every other one.
+    facts = part.head_facts if syn and head is not None else None
+    region = (0, 0, None, split, (piece,) if owned else (), True)
+    return stream, head, part.head or b"", facts, [region]
 
 
 # ------------------------------------------------------------------------------------------
