@@ -571,3 +571,49 @@ def test_a_stream_in_one_split_is_planned_as_in_general(part: StreamPart, split:
     assert repr(plan._plan_one_part(args[0], args[1][0], args[2], args[3])) == repr(
         plan._plan_parts(*args)
     )
+
+
+def _heads() -> list[bytes]:
+    """Heads as scans find them: both sides of an opening, the same client tuning other
+    limits, a 0-8 client's, and a client whose start-ok differs from the others' (another
+    connection name)."""
+    client, server = opening()
+    tune_ok = frames(MethodFrame(0, Connection.TuneOk(64, 4096, 30)))
+    retuned = client.replace(tune_ok, frames(MethodFrame(0, Connection.TuneOk(64, 8192, 0))))
+    other = PROTOCOL_HEADER + frames(
+        MethodFrame(0, Connection.StartOk({"connection_name": "other"}, "PLAIN", b"\x00a\x00b")),
+        MethodFrame(0, Connection.TuneOk(0, 131072, 0)),
+    )
+    old = b"AMQP\x01\x01\x08\x00" + frames(
+        MethodFrame(0, Connection.StartOk({"product": "old"}, "PLAIN", b"\x00a\x00b")),
+        MethodFrame(0, Connection.TuneOk(10, 8192, 5)),
+    )
+    return [client, server, retuned, other, old]
+
+
+@st.composite
+def _damaged_heads(draw: st.DrawFn) -> list[bytes]:
+    """A scan's heads: each one of :func:`_heads`, maybe cut short, maybe with bytes
+    changed, maybe followed by more frames."""
+    out = []
+    for _ in range(draw(st.integers(1, 12))):
+        head = bytearray(draw(st.sampled_from(_heads())))
+        if draw(st.booleans()):
+            head += frames(MethodFrame(1, Channel.Open())) * draw(st.integers(1, 80))
+        for _ in range(draw(st.integers(0, 2))):
+            head[draw(st.integers(0, len(head) - 1))] = draw(st.integers(0, 255))
+        out.append(bytes(head[: draw(st.integers(1, len(head)))]))
+    return out
+
+
+@given(heads=_damaged_heads())
+def test_head_facts_known_from_an_earlier_head_are_those_of_dissecting_it(
+    heads: list[bytes],
+) -> None:
+    """Facts kept by the bytes that show them, then found for a head that starts with the
+    same bytes, are what dissecting the head itself gives, damaged or cut short as it is."""
+    from amqp_codec.analyze.heads import _facts_by_steps, head_facts
+
+    known: dict[bytes, Any] = {}
+    for head in heads:
+        assert repr(head_facts(head, known)) == repr(_facts_by_steps(head))

@@ -10,6 +10,7 @@ of the plan's 3.8 s, alone in the driver while the executors waited.
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 
 from ..frames import MethodFrame
@@ -49,8 +50,16 @@ NO_FACTS = HeadFacts(None, 0, {}, None, 0)
 #: Bytes of a head its dissector is given at a time: it stops at the first tuning frame.
 HEAD_STEP = 512
 
+#: Facts a scan task keeps, by the head bytes that show them (see :func:`head_facts`).
+KNOWN_HEADS_MAX = 256
 
-def head_facts(head: bytes | None) -> HeadFacts:
+_FRAME_HEADER = struct.Struct(">BHI")
+#: The first four payload bytes of connection.tune and tune-ok (class 10, methods 30 and 31)
+#: in 0-9-1 and 0-8.
+_TUNING_METHODS = (b"\x00\x0a\x00\x1e", b"\x00\x0a\x00\x1f")
+
+
+def head_facts(head: bytes | None, known: dict[bytes, HeadFacts] | None = None) -> HeadFacts:
     """What ``head``, a stream's first bytes, shows, as far as its first :data:`TUNED_BY`
     frame of either side.
 
@@ -58,9 +67,70 @@ def head_facts(head: bytes | None) -> HeadFacts:
     and what follows it tells nothing more unless the head tunes twice, which the driver
     finds when it checks the stream (:func:`~.plan.check_stream`). On a file of short
     connections, whose heads are whole connections, dissecting whole heads took 40% of the
-    scan."""
+    scan.
+
+    The facts depend only on the bytes up to the end of that frame, and those repeat: a
+    broker sends every client the same connection.start and tune, an application the same
+    start-ok and tune-ok on each of its connections. So where the frames before it are
+    whole and in order (found by their headers alone, then confirmed by dissecting them),
+    ``known`` keeps the facts by those bytes for the next head that starts with them (the
+    last :data:`KNOWN_HEADS_MAX` heads, at most): on 20,417 short connections, whose
+    clients' heads never repeat, dissecting the heads had been 31% of the scan, then 16%."""
     if not head:
         return NO_FACTS
+    tuning = _tuning_frame(head)
+    if tuning is not None:
+        start, end = tuning
+        shown = head[:end]
+        found = None if known is None else known.get(shown)
+        if found is None:
+            found = _facts_through(shown, start)
+            if found is not None and known is not None:
+                if len(known) >= KNOWN_HEADS_MAX:
+                    known.clear()  # heads that never repeat must not keep out those that do
+                known[shown] = found
+        if found is not None:
+            return HeadFacts(
+                found.spec, found.tuned_frame_max, dict(found.tuned_at), found.negotiated, len(head)
+            )
+    return _facts_by_steps(head)
+
+
+def _tuning_frame(head: bytes) -> tuple[int, int] | None:
+    """Where the first connection.tune or tune-ok on channel 0 starts and ends in ``head``,
+    walking 0-9-1 frame headers (7 bytes, payload, frame end) from its start (after a
+    protocol header); None if a frame before it is not whole or not ended as a frame ends."""
+    pos = 8 if head[:4] == b"AMQP" else 0
+    n = len(head)
+    while pos + 7 <= n:
+        kind, channel, size = _FRAME_HEADER.unpack_from(head, pos)
+        end = pos + 8 + size
+        if end > n or head[end - 1] != 0xCE:
+            return None
+        if kind == 1 and channel == 0 and head[pos + 7 : pos + 11] in _TUNING_METHODS:
+            return pos, end
+        pos = end
+    return None
+
+
+def _facts_through(shown: bytes, start: int) -> HeadFacts | None:
+    """The facts of the head bytes ``shown``, which end with a tuning frame at ``start``;
+    None if the dissector does not find that frame there (damage before it, another
+    version's framing)."""
+    dissector = StreamDissector()
+    found = _first_tuning(dissector.feed(shown))
+    if found is None or found[1] != start:
+        return None
+    direction, offset, frame = found
+    negotiated = negotiated_in(frame.method) if direction == "client" else None
+    spec = dissector.spec
+    name = None if spec is None else spec.name
+    return HeadFacts(name, dissector.tuned_frame_max, {direction: offset}, negotiated, len(shown))
+
+
+def _facts_by_steps(head: bytes) -> HeadFacts:
+    """:func:`head_facts` by dissecting ``head`` :data:`HEAD_STEP` bytes at a time, as far
+    as the step that holds the first tuning frame."""
     dissector = StreamDissector()
     tuned_at: dict[str, int] = {}
     negotiated: Negotiated | None = None

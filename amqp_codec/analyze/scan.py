@@ -283,11 +283,12 @@ def scan_split(split: Split) -> SplitScan:
                 pieces = heads.setdefault(key, [])
                 if len(pieces) < _MAX_HEAD_PIECES:
                     pieces.append((lo - part.syn_rel - 1, seg.payload))
+    known: dict[bytes, HeadFacts] = {}
     for key, part in parts.items():
         part.intervals = _merged(part.intervals)
         if key in heads:
             head = _head(heads[key])
-            part.head_facts = head_facts(head)
+            part.head_facts = head_facts(head, known)
             part.head = head if len(head) < HEAD_BYTES else head[:HEAD_KEPT]
     return SplitScan(
         split.index,
