@@ -8,6 +8,9 @@ a failure in either job is the one raised, and progress counts the tasks of both
 from __future__ import annotations
 
 import io
+import signal
+import threading
+import time
 from types import SimpleNamespace
 from typing import Any
 
@@ -68,3 +71,20 @@ def test_progress_counts_the_tasks_of_the_jobs_still_to_come() -> None:
     sc = SimpleNamespace(statusTracker=_Tracker)
     watcher = _Watcher(_Progress(False, io.StringIO()), sc, "g", "dissecting", 900, 9)  # type: ignore[arg-type]
     assert watcher._fraction() == pytest.approx(2 / 9)
+
+
+def test_an_interrupt_while_the_later_job_runs_is_raised_as_such(spark: Any) -> None:
+    """Ctrl-C while both jobs of a stage run: the interrupt is what the stage raises, at
+    once, not the first job's cancellation nor after its tasks; the context runs the next
+    stage."""
+    main = threading.main_thread().ident
+    timer = threading.Timer(1.0, signal.pthread_kill, (main, signal.SIGINT))
+    timer.start()
+    began = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            _mapper(spark)("interrupted", time.sleep, [2.0] * 5)
+    finally:
+        timer.cancel()
+    assert time.monotonic() - began < 3.5  # the stage's tasks would take 6 s
+    assert _mapper(spark)("after-interrupt", int, ["4", "5", "6"]) == [4, 5, 6]

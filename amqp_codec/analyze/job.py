@@ -627,15 +627,22 @@ class _SparkMapper:
             rest = items[cores:]
             try:
                 later = self.sc.parallelize(rest, len(rest)).map(function).collect()
-            except BaseException:
+            except BaseException as error:
                 cause = begun.failure  # it failed first, and cancelled this job
-                if cause is None:
-                    self.sc.cancelJobGroup(group)
-                begun.wait()
-                if cause is not None:
+                # Not waited for: an interrupt is acted on at once, and a failed run stops
+                # (or, in a session it did not start, cancels) what is left.
+                _cancel(self.sc, group)
+                if cause is not None and isinstance(error, Exception):
                     raise cause from None
                 raise
             return begun.result() + later
+
+
+def _cancel(sc: SparkContext, group: str) -> None:
+    """Cancel the group's jobs, if the context can still be asked (a stopping one cannot:
+    the failure being raised is the one to report)."""
+    with contextlib.suppress(Exception):
+        sc.cancelJobGroup(group)
 
 
 class _FirstJob:
@@ -653,13 +660,10 @@ class _FirstJob:
                 self._rows = rdd.collect()
             except BaseException as error:
                 self.failure = error
-                sc.cancelJobGroup(group)
+                _cancel(sc, group)
 
         self._thread = threading.Thread(target=collect, name="amqp-codec first job", daemon=True)
         self._thread.start()
-
-    def wait(self) -> None:
-        self._thread.join()
 
     def result(self) -> list[Any]:
         self._thread.join()
