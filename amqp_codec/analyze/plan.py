@@ -538,7 +538,7 @@ def _plan_one_part(
         last_capture=paths[split_files[split]],
     )
     # None for a head with no bytes: the scan works out the facts of every other one.
-    facts = part.head_facts if syn and head is not None else None
+    facts = part.head_facts if syn else None
     region = (0, 0, None, split, (piece,) if owned else (), True)
     return stream, head, part.head or b"", facts, [region]
 
