@@ -123,9 +123,13 @@ def _facts_through(shown: bytes, start: int) -> HeadFacts | None:
         return None
     direction, offset, frame = found
     negotiated = negotiated_in(frame.method) if direction == "client" else None
-    spec = dissector.spec
-    name = None if spec is None else spec.name
-    return HeadFacts(name, dissector.tuned_frame_max, {direction: offset}, negotiated, len(shown))
+    return HeadFacts(
+        _spec_name(dissector),
+        dissector.tuned_frame_max,
+        {direction: offset},
+        negotiated,
+        len(shown),
+    )
 
 
 def _facts_by_steps(head: bytes) -> HeadFacts:
@@ -142,9 +146,14 @@ def _facts_by_steps(head: bytes) -> HeadFacts:
             if direction == "client":
                 negotiated = negotiated_in(frame.method)
             break
-    spec = dissector.spec
-    name = None if spec is None else spec.name
-    return HeadFacts(name, dissector.tuned_frame_max, tuned_at, negotiated, len(head))
+    return HeadFacts(
+        _spec_name(dissector), dissector.tuned_frame_max, tuned_at, negotiated, len(head)
+    )
+
+
+def _spec_name(dissector: StreamDissector) -> str | None:
+    """The version the dissector found, by name (None: none)."""
+    return None if dissector.spec is None else dissector.spec.name
 
 
 def _first_tuning(events: list[Event]) -> tuple[str, int, MethodFrame] | None:

@@ -471,9 +471,9 @@ def _plan_parts(
             complete = len(after) <= READ_AHEAD_PARTS
             chosen = inside + after[:READ_AHEAD_PARTS]
         regions.append((index, start if index else 0, region_end, split, tuple(chosen), complete))
-    head = syn_part.head if syn_part is not None and base is not None else None
+    head = None if syn_part is None else syn_part.head
     # None for a head with no bytes: the scan works out the facts of every other one.
-    facts = syn_part.head_facts if syn_part is not None and head is not None else None
+    facts = None if syn_part is None else syn_part.head_facts
     first_bytes = next((p.head for _, _, p in parts if p.head), b"")
     stream = StreamPlan(
         id=-1,
