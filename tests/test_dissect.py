@@ -7,6 +7,8 @@ import sys
 from dataclasses import FrozenInstanceError, fields
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from amqp_codec import (
     ContentBodyFrame,
@@ -365,6 +367,34 @@ def test_events_do_not_depend_on_chunking(data: bytes, chunk_size: int) -> None:
         assert sum(isinstance(e, ResyncEvent) for e in expected) == 3
 
 
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    damage=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255)), max_size=4),
+    cuts=st.lists(st.integers(0, 10**6), max_size=12),
+    repeat=st.integers(1, 3),
+)
+def test_events_do_not_depend_on_where_chunks_are_cut(
+    damage: list[tuple[int, int]], cuts: list[int], repeat: int
+) -> None:
+    """Damaged bytes anywhere, chunks cut anywhere: the events of a whole feed. A decode
+    error after chunks were held as they came (not copied) must scan exactly the bytes a
+    single chunk would have left."""
+    message = b"".join(PARTS[I_PUBLISH:I_HEARTBEAT])
+    data = bytearray(
+        STREAM[: OFFSETS[I_PUBLISH]] + message * repeat + STREAM[OFFSETS[I_HEARTBEAT] :]
+    )
+    for position, value in damage:
+        data[position % len(data)] = value
+    whole = dissect(bytes(data))
+    dissector = StreamDissector()
+    events: list[Event] = []
+    start = 0
+    for cut in [*sorted({cut % len(data) for cut in cuts}), len(data)]:
+        events += dissector.feed(bytes(data[start:cut]))
+        start = cut
+    assert events + dissector.finish() == whole
+
+
 def test_window_stays_bounded() -> None:
     message = b"".join(PARTS[I_PUBLISH:I_HEARTBEAT])
     data = STREAM[: OFFSETS[I_PUBLISH]] + message * 200
@@ -377,6 +407,30 @@ def test_window_stays_bounded() -> None:
     assert dissector.stats.problems == 0
     assert dissector.stats.methods["basic.publish"] == 200
     assert largest < max(len(p) for p in PARTS)
+
+
+@pytest.mark.timeout(60)
+def test_a_large_frame_fed_a_byte_at_a_time_takes_work_linear_in_it() -> None:
+    """A 2 MiB body frame in two million one-byte chunks: the chunks held for the window
+    are dropped together once the frame is decoded, not one by one (which moves every
+    chunk after each: minutes, not seconds)."""
+    body = bytes(range(256)) * 8192
+    data = STREAM[: OFFSETS[I_HEADER]] + encode_frame(ContentHeaderFrame(1, 60, len(body), PROPS))
+    data += encode_frame(ContentBodyFrame(1, body))
+    one_byte = [bytes([value]) for value in range(256)]
+    dissector = StreamDissector()
+    events: list[Event] = []
+    largest = 0
+    for value in data:
+        events += dissector.feed(one_byte[value])
+        largest = max(largest, dissector.buffered)
+    events += dissector.finish()
+    assert dissector.stats.problems == 0
+    last = frame_events(events)[-1]
+    assert last.frame == ContentBodyFrame(1, body)
+    assert last.message is not None and last.message.body == body
+    assert largest <= len(body) + 8
+    assert dissector.buffered == 0
 
 
 # -- independence from the command line ------------------------------------------------------

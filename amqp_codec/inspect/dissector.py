@@ -320,14 +320,16 @@ class StreamDissector:
     is split into chunks.
 
     The stream's bytes from the start of the frame being decoded onwards are kept in a
-    window (the decoder holds its own copy, which is private); after a decode error the
-    window is where resynchronisation scans. Decoded and skipped bytes are dropped from it
-    after every chunk, so it holds at most one frame (or one resync candidate, see
-    :data:`RESYNC_MAX_PAYLOAD`) plus one chunk.
+    window; after a decode error the window is where resynchronisation scans. While frames
+    decode, the window is only the chunks fed (the decoder was given the same chunks, so
+    nothing is copied); a decode error or a gap joins them into one buffer for the scan.
+    Decoded and skipped bytes are dropped from it after every chunk, so it holds at most one
+    frame (or one resync candidate, see :data:`RESYNC_MAX_PAYLOAD`) plus one chunk.
 
     Work is linear in the stream however it is chunked and however many resyncs it needs:
-    every byte is copied into the window once and handed to a decoder at most twice, and trial
-    decodes are paid from a budget that grows with the stream (:data:`RESYNC_WORK_ALLOWANCE`).
+    every byte is copied into the window at most once and handed to a decoder at most twice,
+    and trial decodes are paid from a budget that grows with the stream
+    (:data:`RESYNC_WORK_ALLOWANCE`).
     """
 
     def __init__(
@@ -345,8 +347,14 @@ class StreamDissector:
         self._events: list[Event] = []
         self._decoder = FrameDecoder(spec, frame_max=self.frame_max or None)
         self._decoder_base = 0  # stream offset where the current decoder started
+        # The window is _window followed by the chunks in _held, less the first _held_skip
+        # bytes of _held[0]: chunks fed while frames decode are held as they are (the decoder
+        # reads the same objects) and only joined into _window when a scan needs it.
         self._window = bytearray()
-        self._window_base = 0  # stream offset of _window[0]
+        self._held: list[bytes] = []
+        self._held_skip = 0
+        self._held_len = 0  # bytes in _held, _held_skip included
+        self._window_base = 0  # stream offset of the window's first byte
         self._spec: ProtocolSpec | None = spec
         self._spec_reported = False
         self._scanning = False
@@ -418,7 +426,7 @@ class StreamDissector:
     @property
     def buffered(self) -> int:
         """Stream bytes held for the frame being decoded or the resync scan."""
-        return len(self._window)
+        return len(self._window) + self._held_len - self._held_skip
 
     @property
     def oldest_offset(self) -> int:
@@ -433,7 +441,7 @@ class StreamDissector:
     def at_frame_boundary(self) -> bool:
         """Every byte fed so far was part of a whole frame: none is held for a frame still
         incomplete, and no resynchronisation is under way."""
-        return not self._scanning and not self._window and not self._done
+        return not self._scanning and not self.buffered and not self._done
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[Event]:
         """Take the next bytes of the stream; return the events they complete, in order."""
@@ -444,8 +452,11 @@ class StreamDissector:
             self.stats.bytes += len(chunk)
             self._end += len(chunk)
             if not self._done:
-                self._window += chunk
-                if not self._scanning and not self._catching_up:
+                if self._scanning or self._catching_up:
+                    self._window += chunk
+                else:
+                    self._held.append(chunk)
+                    self._held_len += len(chunk)
                     self._decoder.receive_data(chunk)
                 self._run()
         return self._take_events()
@@ -473,7 +484,7 @@ class StreamDissector:
                 self._catching_up = False
             self._forget()
         self._end += length
-        self._window = bytearray()
+        self._clear_window()
         self._window_base = self._end
         self._scan_pos = self._end
         return self._take_events()
@@ -695,8 +706,9 @@ class StreamDissector:
         self._forget()
         if fatal:
             self._done = True
-            self._window = bytearray()
+            self._clear_window()
             return False
+        self._join_window()
         if self._spec is None:
             self._spec = spec or DEFAULT_SPEC
         self._scanning = True
@@ -819,6 +831,41 @@ class StreamDissector:
     def _trim(self, offset: int) -> None:
         """Drop window bytes before stream ``offset``."""
         drop = offset - self._window_base
-        if drop > 0:
-            del self._window[:drop]
-            self._window_base = offset
+        if drop <= 0:
+            return
+        self._window_base = offset
+        window = self._window
+        if window:
+            if drop <= len(window):
+                del window[:drop]
+                return
+            drop -= len(window)
+            self._window = bytearray()
+        # Whole chunks go; a chunk partly decoded stays, its decoded bytes counted in
+        # _held_skip (at most one chunk more than the window needs).
+        # One deletion for all of them: a frame fed a byte at a time is thousands of chunks.
+        held = self._held
+        drop += self._held_skip
+        gone = 0
+        for chunk in held:
+            if drop < len(chunk):
+                break
+            drop -= len(chunk)
+            self._held_len -= len(chunk)
+            gone += 1
+        del held[:gone]
+        self._held_skip = drop if held else 0
+
+    def _join_window(self) -> None:
+        """Make the window one buffer (``_window``): a scan is about to read it."""
+        held = self._held
+        if held:
+            first = memoryview(held[0])[self._held_skip :]
+            self._window += b"".join([first, *held[1:]]) if len(held) > 1 else first
+            held.clear()
+            self._held_len = self._held_skip = 0
+
+    def _clear_window(self) -> None:
+        self._window = bytearray()
+        self._held.clear()
+        self._held_len = self._held_skip = 0
