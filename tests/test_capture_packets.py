@@ -27,6 +27,7 @@ from amqp_codec.capture.packets import (
     RangeRead,
     _chain_holds,
     _pcap_record_end,
+    _pcapng_record_end,
     capture_layout,
     find_record,
     read_range,
@@ -851,6 +852,58 @@ def test_a_pcap_record_is_found_where_trying_every_offset_finds_it(
     assert isinstance(layout, CaptureLayout)
     for pos in range(layout.first_record, layout.size + 1):
         assert find_record(layout, pos) == _find_record_at_every_offset(layout, pos), pos
+
+
+def _find_block_at_every_aligned_offset(layout: CaptureLayout, pos: int) -> int:
+    """``find_record`` for a pcapng as the plain loop over every 32-bit aligned offset."""
+    if pos <= layout.first_record:
+        return layout.first_record
+    data: Any = Path(layout.path).read_bytes()
+    size = min(layout.size, len(data))
+    for candidate in range(pos + -pos % 4, size, 4):
+        if _chain_holds(_pcapng_record_end, layout, data, candidate, size):
+            return candidate
+    return layout.size
+
+
+_BLOCK_TYPES = st.sampled_from([6, 3, 2, 4, 5, 0x0A, 0xBAD, 0x40000BAD, 1, 7, 0x0A0D0D0A])
+
+
+@st.composite
+def _pcapng_with_garbage(draw: st.DrawFn) -> bytes:
+    """A pcapng whose blocks (known types or not, lengths right or not) lie between runs of
+    random bytes, aligned or not, which may look like block headers."""
+    order = draw(st.sampled_from(["<", ">"]))
+    body = b""
+    for piece in draw(st.lists(st.one_of(st.binary(max_size=40), st.none(), st.none()))):
+        if piece is not None:
+            body += piece
+            continue
+        block = _block(order, draw(_BLOCK_TYPES), draw(st.binary(max_size=60)))
+        if draw(st.integers(0, 4)) == 0:  # a trailing length that differs
+            block = block[:-4] + struct.pack(order + "I", draw(st.integers(0, 200)))
+        body += block
+    return shb(order) + idb(1, order) + epb(0, 0, b"\x00" * 20, order) + body
+
+
+@settings(max_examples=300)
+@given(_pcapng_with_garbage())
+def test_a_pcapng_block_is_found_where_trying_every_aligned_offset_finds_it(
+    tmp_path_factory: pytest.TempPathFactory, made: bytes
+) -> None:
+    path = tmp_path_factory.mktemp("find") / "f.pcapng"
+    path.write_bytes(made)
+    layout = capture_layout(str(path))
+    assert isinstance(layout, CaptureLayout)
+    for pos in range(layout.first_record, layout.size + 1):
+        assert find_record(layout, pos) == _find_block_at_every_aligned_offset(layout, pos), pos
+
+
+def test_a_pcapng_block_is_found_in_a_real_capture_as_at_every_aligned_offset() -> None:
+    layout = capture_layout(str(SAMPLES / "captures" / "py-amqp.pcapng"))
+    assert isinstance(layout, CaptureLayout)
+    for pos in range(layout.first_record, layout.size, 7):
+        assert find_record(layout, pos) == _find_block_at_every_aligned_offset(layout, pos)
 
 
 def test_a_pcap_record_is_found_in_real_captures_as_at_every_offset() -> None:

@@ -1012,22 +1012,24 @@ def find_record(layout: CaptureLayout, pos: int) -> int:
         return layout.first_record
     with open(layout.path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
         size = min(layout.size, len(mm))
+        # Only offsets whose header octets can pass the checks, found by the regex engine:
+        # trying every offset in Python cost a 64 MiB split of 64 KiB packets 12 ms (pcap),
+        # every 32-bit aligned one 10 ms (pcapng), twice per split (its scan, its dissection).
         if layout.kind == "pcapng":
-            pos += -pos % 4  # blocks are 32-bit aligned from the start of the file
-            step = 4
+            step = 4  # blocks are 32-bit aligned from the start of the file
             plausible = _pcapng_record_end
-            pattern = None
+            pattern = _pcapng_header_pattern(layout.order)
         else:
             step = 1
             plausible = _pcap_record_end
-            # Only offsets whose header octets can pass the checks, found by the regex engine:
-            # trying every offset in Python cost a 64 MiB split of 64 KiB packets 12 ms.
             pattern = _pcap_header_pattern(layout)
         while pos < size:
-            if pattern is not None:
-                pos = _search(pattern, mm, pos, size)
-                if pos == size:
-                    break
+            pos = _search(pattern, mm, pos, size)
+            if pos == size:
+                break
+            if pos % step:
+                pos += -pos % step
+                continue
             if _chain_holds(plausible, layout, mm, pos, size):
                 return pos
             pos += step
@@ -1080,6 +1082,24 @@ def _pcap_header_pattern(layout: CaptureLayout) -> re.Pattern[bytes]:
         octet = b"[" + re.escape(bytes([low])) + b"-" + re.escape(bytes([high])) + b"]"
         fields.append(octet + b"..." if layout.order == ">" else b"..." + octet)
     return re.compile(b"(?s)(?=" + b"".join(fields) + b")")
+
+
+@functools.cache
+def _pcapng_header_pattern(order: str) -> re.Pattern[bytes]:
+    """A regex that matches (as an empty lookahead) at each offset where a pcapng block
+    header in byte ``order`` could pass :func:`_pcapng_record_end`: a known block type, and a
+    length that is a multiple of 4 whose most significant octet allows :data:`_MAX_BLOCK`. A
+    necessary condition only: every match is still checked, alignment included."""
+
+    def octets(values: range) -> bytes:
+        return b"[" + b"".join(re.escape(bytes([value])) for value in values) + b"]"
+
+    types = b"|".join(
+        re.escape(struct.pack(order + "I", kind)) for kind in sorted(_PCAPNG_KNOWN_BLOCKS)
+    )
+    lowest, highest = octets(range(0, 256, 4)), octets(range((_MAX_BLOCK >> 24) + 1))
+    length = lowest + b".." + highest if order == "<" else highest + b".." + lowest
+    return re.compile(b"(?s)(?=(?:" + types + b")" + length + b")")
 
 
 def _pcap_record_end(layout: CaptureLayout, mm: mmap.mmap, pos: int, size: int) -> int | None:
