@@ -528,6 +528,42 @@ def test_pcapng_problems(tmp_path: Path) -> None:
     assert [i.payload for i in segments(write(tmp_path / "f.pcapng", trailer_cut))] == [DATA[20:]]
 
 
+@pytest.mark.parametrize("order", ["<", ">"])
+def test_pcapng_packet_blocks_at_the_limits_of_their_length_and_interfaces(
+    tmp_path: Path, order: str
+) -> None:
+    """Packet blocks just within and just past what they may claim, each followed by a good
+    one: the interface one past the last described, a captured length that fills the block
+    exactly and one that reaches into its trailing length, the shortest block that can hold
+    a packet and one a word shorter."""
+    payload = b"AMQP\x00\x00\x09\x01xx"
+    eth = ethernet(ipv4(C4, S4, tcp(40000, 5672, 1000, PSH_ACK, payload)))
+    assert len(eth) % 4 == 0  # no padding: the captured length can fill the block
+
+    def block(interface: int, caplen: int, data: bytes) -> bytes:
+        head = struct.pack(order + "IIIII", interface, 0, 0, caplen, len(eth))
+        return _block(order, 6, head + data)
+
+    cases = {
+        "one interface past the last": (block(2, len(eth), eth), "unknown interface id 2"),
+        "filling the block": (block(0, len(eth), eth), None),
+        "into its trailing length": (
+            block(0, len(eth) + 4, eth),
+            f"captured length {len(eth) + 4} exceeds block",
+        ),
+        "empty, the shortest": (block(0, 0, b""), "Ethernet header cut short (0 bytes)"),
+        "a word short of a packet block": (
+            _block(order, 6, b"\x00" * 16),
+            "packet block too short",
+        ),
+    }
+    for name, (damaged, detail) in cases.items():
+        made = shb(order) + idb(1, order) + idb(1, order) + damaged + epb(0, 0, eth, order)
+        items = list(read_capture(write(tmp_path / "limits.pcapng", made)))
+        got = [(i.packet, i.payload if isinstance(i, Segment) else i.detail) for i in items]
+        assert got == [(0, detail or payload), (1, payload)], name
+
+
 def test_every_truncation_of_a_pcapng(tmp_path: Path) -> None:
     eth = ethernet(ipv4(C4, S4, DATA))
     head = shb() + idb(1)

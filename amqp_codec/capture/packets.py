@@ -764,10 +764,38 @@ def _pcapng_blocks(
     head = struct.Struct(order + "II").unpack_from
     u32 = struct.Struct(order + "I").unpack_from
     epb = struct.Struct(order + "IIIII").unpack_from
+    whole_epb = struct.Struct(order + "IIIIIII").unpack_from
     first = index
     last_ts = 0.0
     try:
         while pos < end:
+            if pos + 28 <= size:
+                # The usual block, an enhanced packet block of a known interface whole in the
+                # file, in two unpacks; anything it does not vouch for goes the general way
+                # below, which checks the same things in this order and names what is wrong.
+                block_type, block_len, iface_id, high, low, caplen, wire_len = whole_epb(mm, pos)
+                if (
+                    block_type == _EPB
+                    and 32 <= block_len <= _MAX_BLOCK
+                    and not block_len % 4
+                    and pos + block_len <= size
+                    and caplen <= block_len - 32
+                    and iface_id < len(interfaces)
+                    and u32(mm, pos + block_len - 4)[0] == block_len
+                ):
+                    iface = interfaces[iface_id]
+                    last_ts = ((high << 32) | low) / iface.divisor + iface.offset
+                    if iface.supported:
+                        item = parse(
+                            mm, pos + 28, pos + 28 + caplen, iface.link, index, last_ts, wire_len
+                        )
+                        if item is not None:
+                            yield item
+                            if parser.cut:
+                                yield _cut_problem(parser, index, caplen, wire_len)
+                    pos += block_len
+                    index += 1
+                    continue
             if pos + 12 > size:
                 yield CaptureProblem(
                     path, None, "truncated-file", f"block header cut at byte {pos} of {size}"
@@ -792,6 +820,7 @@ def _pcapng_blocks(
                 head = struct.Struct(order + "II").unpack_from
                 u32 = struct.Struct(order + "I").unpack_from
                 epb = struct.Struct(order + "IIIII").unpack_from
+                whole_epb = struct.Struct(order + "IIIIIII").unpack_from
                 interfaces = []
                 if not start_of_file:
                     out.layout_changed = True
