@@ -829,16 +829,31 @@ def test_gzip_compressed_captures(tmp_path: Path) -> None:
 
 
 def _find_record_at_every_offset(layout: CaptureLayout, pos: int) -> int:
-    """``find_record`` for a pcap as the plain loop over every offset: the reference that its
-    search for candidate offsets must equal."""
+    """``find_record`` as the plain loop over every offset a record may start at (each one
+    in a pcap, each 32-bit aligned one in a pcapng): the reference that its search for
+    candidate offsets must equal."""
     if pos <= layout.first_record:
         return layout.first_record
     data: Any = Path(layout.path).read_bytes()
     size = min(layout.size, len(data))
-    for candidate in range(pos, size):
-        if _chain_holds(_pcap_record_end, layout, data, candidate, size):
+    if layout.kind == "pcapng":
+        candidates, plausible = range(pos + -pos % 4, size, 4), _pcapng_record_end
+    else:
+        candidates, plausible = range(pos, size), _pcap_record_end
+    for candidate in candidates:
+        if _chain_holds(plausible, layout, data, candidate, size):
             return candidate
     return layout.size
+
+
+def _check_found_as_at_every_offset(path: Path, made: bytes) -> None:
+    """Write ``made`` to ``path``; from every offset, ``find_record`` finds what the plain
+    loop does."""
+    path.write_bytes(made)
+    layout = capture_layout(str(path))
+    assert isinstance(layout, CaptureLayout)
+    for pos in range(layout.first_record, layout.size + 1):
+        assert find_record(layout, pos) == _find_record_at_every_offset(layout, pos), pos
 
 
 _SECONDS = st.integers(0, 2**32 - 1)
@@ -882,24 +897,7 @@ def _pcap_with_garbage(draw: st.DrawFn) -> bytes:
 def test_a_pcap_record_is_found_where_trying_every_offset_finds_it(
     tmp_path_factory: pytest.TempPathFactory, made: bytes
 ) -> None:
-    path = tmp_path_factory.mktemp("find") / "f.pcap"
-    path.write_bytes(made)
-    layout = capture_layout(str(path))
-    assert isinstance(layout, CaptureLayout)
-    for pos in range(layout.first_record, layout.size + 1):
-        assert find_record(layout, pos) == _find_record_at_every_offset(layout, pos), pos
-
-
-def _find_block_at_every_aligned_offset(layout: CaptureLayout, pos: int) -> int:
-    """``find_record`` for a pcapng as the plain loop over every 32-bit aligned offset."""
-    if pos <= layout.first_record:
-        return layout.first_record
-    data: Any = Path(layout.path).read_bytes()
-    size = min(layout.size, len(data))
-    for candidate in range(pos + -pos % 4, size, 4):
-        if _chain_holds(_pcapng_record_end, layout, data, candidate, size):
-            return candidate
-    return layout.size
+    _check_found_as_at_every_offset(tmp_path_factory.mktemp("find") / "f.pcap", made)
 
 
 _BLOCK_TYPES = st.sampled_from([6, 3, 2, 4, 5, 0x0A, 0xBAD, 0x40000BAD, 1, 7, 0x0A0D0D0A])
@@ -927,19 +925,14 @@ def _pcapng_with_garbage(draw: st.DrawFn) -> bytes:
 def test_a_pcapng_block_is_found_where_trying_every_aligned_offset_finds_it(
     tmp_path_factory: pytest.TempPathFactory, made: bytes
 ) -> None:
-    path = tmp_path_factory.mktemp("find") / "f.pcapng"
-    path.write_bytes(made)
-    layout = capture_layout(str(path))
-    assert isinstance(layout, CaptureLayout)
-    for pos in range(layout.first_record, layout.size + 1):
-        assert find_record(layout, pos) == _find_block_at_every_aligned_offset(layout, pos), pos
+    _check_found_as_at_every_offset(tmp_path_factory.mktemp("find") / "f.pcapng", made)
 
 
 def test_a_pcapng_block_is_found_in_a_real_capture_as_at_every_aligned_offset() -> None:
     layout = capture_layout(str(SAMPLES / "captures" / "py-amqp.pcapng"))
     assert isinstance(layout, CaptureLayout)
     for pos in range(layout.first_record, layout.size, 7):
-        assert find_record(layout, pos) == _find_block_at_every_aligned_offset(layout, pos)
+        assert find_record(layout, pos) == _find_record_at_every_offset(layout, pos)
 
 
 def test_a_pcap_record_is_found_in_real_captures_as_at_every_offset() -> None:
