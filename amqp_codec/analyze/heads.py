@@ -13,8 +13,9 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from ..frames import MethodFrame
+from ..frames import FRAME_END, FRAME_METHOD, FRAME_OVERHEAD, MethodFrame, unpack_frame_header
 from ..inspect.dissector import Event, FrameEvent, StreamDissector
+from ..v0_9_1 import Connection
 from .pickling import pickled_by_fields
 from .rules import Negotiated, negotiated_in
 
@@ -53,10 +54,12 @@ HEAD_STEP = 512
 #: Facts a scan task keeps, by the head bytes that show them (see :func:`head_facts`).
 KNOWN_HEADS_MAX = 256
 
-_FRAME_HEADER = struct.Struct(">BHI")
-#: The first four payload bytes of connection.tune and tune-ok (class 10, methods 30 and 31)
-#: in 0-9-1 and 0-8.
-_TUNING_METHODS = (b"\x00\x0a\x00\x1e", b"\x00\x0a\x00\x1f")
+#: The first four payload bytes of connection.tune and tune-ok (their class and method ids,
+#: the same in 0-9-1 and 0-8).
+_TUNING_METHODS = tuple(
+    struct.pack(">HH", method.CLASS_ID, method.METHOD_ID)
+    for method in (Connection.Tune, Connection.TuneOk)
+)
 
 
 def head_facts(head: bytes | None, known: dict[bytes, HeadFacts] | None = None) -> HeadFacts:
@@ -103,11 +106,11 @@ def _tuning_frame(head: bytes) -> tuple[int, int] | None:
     pos = 8 if head[:4] == b"AMQP" else 0
     n = len(head)
     while pos + 7 <= n:
-        kind, channel, size = _FRAME_HEADER.unpack_from(head, pos)
-        end = pos + 8 + size
-        if end > n or head[end - 1] != 0xCE:
+        kind, channel, size = unpack_frame_header(head, pos)
+        end = pos + FRAME_OVERHEAD + size
+        if end > n or head[end - 1] != FRAME_END:
             return None
-        if kind == 1 and channel == 0 and head[pos + 7 : pos + 11] in _TUNING_METHODS:
+        if kind == FRAME_METHOD and channel == 0 and head[pos + 7 : pos + 11] in _TUNING_METHODS:
             return pos, end
         pos = end
     return None
