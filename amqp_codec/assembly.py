@@ -76,6 +76,24 @@ class MessageAssembler(ContentTracker[_Pending]):
         sequence and :class:`~amqp_codec.errors.LimitExceededError` (406) for a body larger
         than ``max_body_size``; either way the channel's message in progress is dropped.
         """
+        if type(frame) is ContentBodyFrame:
+            # The usual frame, a body frame of a message whose header came, within the size
+            # it announced: taken here; anything else goes the checked way below.
+            channel = frame.channel
+            pending = self._pending.get(channel)
+            # bytes, or (body views, see MessageDecoder) a view or a list of pieces
+            payload: bytes | memoryview | list[bytes | memoryview] = frame.payload
+            if pending is not None and pending.has_header and not isinstance(payload, list):
+                received = pending.received + len(payload)
+                if received <= pending.limit:
+                    pending.received = received
+                    pending.chunks.append(payload)
+                    return None if received < pending.limit else self._complete(channel, pending)
+            pending = self._awaiting(channel, header=False)
+            if pending is None:
+                return None
+            self._add_body(channel, pending, payload)
+            return self._complete(channel, pending)
         if type(frame) is MethodFrame:
             channel, method = frame.channel, frame.method
             pending = _Pending(method) if method.HAS_CONTENT else None
@@ -106,13 +124,6 @@ class MessageAssembler(ContentTracker[_Pending]):
             pending.properties = frame.properties
             pending.has_header = True
             pending.limit = frame.body_size
-            return self._complete(channel, pending)
-        if type(frame) is ContentBodyFrame:
-            channel = frame.channel
-            pending = self._awaiting(channel, header=False)
-            if pending is None:
-                return None
-            self._add_body(channel, pending, frame.payload)
             return self._complete(channel, pending)
         return None
 

@@ -151,6 +151,8 @@ UNEXPECTED = {
     "header-without-method": [header(1, 1)],
     "body-without-method": [ContentBodyFrame(1, b"x")],
     "body-before-header": [MethodFrame(1, DELIVER), ContentBodyFrame(1, b"x")],
+    "empty-body-before-header": [MethodFrame(1, DELIVER), ContentBodyFrame(1, b"")],
+    "body-views-before-header": [MethodFrame(1, DELIVER), ContentBodyFrame(1, [b"", b""])],
     "method-before-header": [MethodFrame(1, DELIVER), MethodFrame(1, Basic.Ack(delivery_tag=1))],
     "method-before-body": [
         MethodFrame(1, DELIVER),

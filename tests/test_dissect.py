@@ -28,7 +28,6 @@ from amqp_codec.inspect.dissector import (
     ResyncEvent,
     SpecEvent,
     StreamDissector,
-    _frame_event,
 )
 from amqp_codec.v0_9_1 import SPEC, Basic, BasicProperties, Channel, Connection, Queue
 
@@ -576,11 +575,18 @@ def test_v0_8_stream() -> None:
 def test_the_dissectors_fast_frame_event_is_the_dataclass_itself() -> None:
     """The dissector makes its FrameEvents without the frozen dataclass's __init__ (it runs
     once per frame): every field set, equal, hashed and frozen as the dataclass is."""
-    frame = HeartbeatFrame()
-    made = _frame_event(3, 11, frame, None, True)
-    expected = FrameEvent(3, 11, frame, None, True)
-    assert type(made) is FrameEvent
-    assert made == expected and hash(made) == hash(expected)
-    assert [getattr(made, f.name) for f in fields(FrameEvent)] == [3, 11, frame, None, True]
+    # Up to the content method: its message is in progress after it.
+    events = StreamDissector(name="made").feed(STREAM[: OFFSETS[I_PUBLISH + 1]])
+    last = events[-1]
+    expected = FrameEvent(OFFSETS[I_PUBLISH], OFFSETS[I_PUBLISH + 1], FRAMES[I_PUBLISH], None, True)
+    assert type(last) is FrameEvent
+    assert last == expected and hash(last) == hash(expected)
+    assert [getattr(last, f.name) for f in fields(FrameEvent)] == [
+        OFFSETS[I_PUBLISH],
+        OFFSETS[I_PUBLISH + 1],
+        FRAMES[I_PUBLISH],
+        None,
+        True,
+    ]
     with pytest.raises(FrozenInstanceError):
-        made.offset = 4  # type: ignore[misc]
+        last.offset = 4  # type: ignore[misc]

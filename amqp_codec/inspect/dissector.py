@@ -181,24 +181,11 @@ class FrameEvent:
     pending: bool = field(default=False, compare=False)
 
 
-# The dissector makes one FrameEvent per frame: filled as its writable twin and then given
-# its class, as the decoder makes frames (see writable_twin), not through the frozen
-# dataclass's __init__, which goes through object.__setattr__ per field at twice the cost.
+# The dissector makes one FrameEvent per frame (in StreamDissector._frame): filled as its
+# writable twin and then given its class, as the decoder makes frames (see writable_twin),
+# not through the frozen dataclass's __init__, which goes through object.__setattr__ per
+# field at twice the cost.
 _FrameEventTwin = writable_twin(FrameEvent)
-
-
-def _frame_event(
-    offset: int, end: int, frame: Frame, message: Message | DraftMessage | None, pending: bool
-) -> FrameEvent:
-    """``FrameEvent(offset, end, frame, message, pending)``, made faster."""
-    event = _FrameEventTwin()
-    event.offset = offset
-    event.end = end
-    event.frame = frame
-    event.message = message
-    event.pending = pending
-    event.__class__ = FrameEvent
-    return event  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True, slots=True)
@@ -539,8 +526,10 @@ class StreamDissector:
         """Take frames until the decoder needs data (False) or fails (True: now scanning)."""
         decoder = self._decoder
         base = self._decoder_base
+        # Only a decoded frame moves the decoder's offset: each frame starts where the one
+        # before it ended.
+        start = base + decoder.offset
         while True:
-            start = base + decoder.offset
             try:
                 frame = decoder.next_frame()
             except AMQPDecodeError as exc:
@@ -567,7 +556,9 @@ class StreamDissector:
                 return False
             if not self._spec_reported:
                 self._note_spec(decoder)
-            self._frame(frame, start, base + decoder.offset)
+            end = base + decoder.offset
+            self._frame(frame, start, end)
+            start = end
 
     def _feed_resumed(self) -> AMQPDecodeError | Literal["fed", "wait", "skipped"]:
         """Give the decoder that resumed after a resync its next frame from the window.
@@ -668,9 +659,10 @@ class StreamDissector:
             if not starts:
                 self._forget()
         stats.frames += 1
-        stats.by_type[FRAME_TYPE_NAMES.get(kind) or _type_name(frame)] += 1
+        name = FRAME_TYPE_NAMES.get(kind)
+        stats.by_type[name or _type_name(frame)] += 1
         if kind in _METHOD_TYPES or (
-            kind not in FRAME_TYPE_NAMES and isinstance(frame, (MethodFrame, DraftMethodFrame))
+            name is None and isinstance(frame, (MethodFrame, DraftMethodFrame))
         ):
             method = frame.method  # type: ignore[union-attr]
             stats.methods[method.NAME] += 1
@@ -682,17 +674,24 @@ class StreamDissector:
         # Each assembler ignores the other's frames, so only the frame's own is asked.
         message: Message | DraftMessage | None = None
         problem: Problem | None = None
+        assembler, draft_assembler = self._assembler, self._draft_assembler
         try:
             if kind in _DRAFT_TYPES:
-                message = self._draft_assembler.feed(frame)
+                message = draft_assembler.feed(frame)
             else:
-                message = self._assembler.feed(frame)
+                message = assembler.feed(frame)
         except AMQPDecodeError as error:
             spec = self._spec or DEFAULT_SPEC
             problem = _problem_from_error(error, spec, start, 0, source=_SEQUENCE)
         channel = frame.channel  # type: ignore[union-attr]
-        pending = self._assembler.in_progress(channel) or self._draft_assembler.in_progress(channel)
-        self._events.append(_frame_event(start, end, frame, message, pending))
+        event = _FrameEventTwin()  # see _FrameEventTwin: once per frame
+        event.offset = start
+        event.end = end
+        event.frame = frame
+        event.message = message
+        event.pending = assembler.in_progress(channel) or draft_assembler.in_progress(channel)
+        event.__class__ = FrameEvent
+        self._events.append(event)
         if problem is not None:
             self._problem(problem)
 
