@@ -184,6 +184,7 @@ class PeerRules:
             self.edge.heartbeat = self.limits.heartbeat
         self._last_ts: float | None = None
         self._first = True
+        self._plain_kinds: dict[type[Method], bool] = {}  # see _plain
 
     def forget(self) -> None:
         """Frames were lost: the channels' state is unknown from here."""
@@ -206,16 +207,18 @@ class PeerRules:
         edge = self.edge
         limits = self.limits
         if (
-            method is None
-            and checked
+            checked
             and limits is not None
             and ts is not None
             and not self._first
-            and channel is not None
+            and channel
             and edge.channels.get(channel) in _CONTENT_PASSES
+            and (method is None or self._plain(method))
         ):
-            # The usual frame, content on a channel in use, takes this path when no check can
-            # fail: within frame_max, and no heartbeat missed since the frame before.
+            # The usual frame, content or a method of a channel in use (not one of the channel
+            # class, which changes its state), sent by the side allowed to, takes this path
+            # when no check can fail: within frame_max, and no heartbeat missed since the frame
+            # before.
             last, heartbeat = self._last_ts, limits.heartbeat
             if (not limits.frame_max or size <= limits.frame_max) and (
                 not heartbeat or edge.closed or last is None or ts - last <= 2 * heartbeat
@@ -260,6 +263,16 @@ class PeerRules:
             elif self.limits is None:
                 self._tuned(name, method)
         return out
+
+    def _plain(self, method: Method) -> bool:
+        """Whether ``method`` on a channel in use can fail no check but the heartbeat and
+        frame_max: this side may send it, and it is not of the connection or channel class."""
+        kind = type(method)
+        plain = self._plain_kinds.get(kind)
+        if plain is None:
+            sent = self.direction in sent_by(method)
+            plain = self._plain_kinds[kind] = sent and method.CLASS_ID not in (10, 20)
+        return plain
 
     def _heartbeat(self, first: bool, ts: float, heartbeat: int) -> list[Finding]:
         if self.edge.closed:

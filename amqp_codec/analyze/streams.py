@@ -568,6 +568,7 @@ class DirectionDissector:
         self.following: dict[int, Follow] = {}
         self.resolved: list[int] = []  # followed channels resolved by the last frame
         self.follow_frame: tuple[int, int] | None = None
+        self.checked = False  # whether the peer rules apply to the stream's version
         self.past_end = 0  # bytes read past the region's end
         self._batch: list[bytes] = []  # contiguous bytes not fed yet, from _batch_start
         self._batch_start = self._batch_end = self._batched = 0
@@ -831,13 +832,16 @@ class DirectionDissector:
 
     def _events(self, events: Iterable[Any]) -> None:
         end = self.region.end
+        # The peer rules check frames of the version they were written for. The events come
+        # from one call of the dissector, whose version is known by then if at all.
+        spec = self.dissector.spec
+        self.checked = spec is not None and spec.wire_format == "0-9"
         for event in events:
             if (
                 type(event) is FrameEvent
                 and self.mode == _MAIN
                 and (end is None or event.offset < end)
             ):  # the usual event, handled as _main_event would
-                self._flush()
                 self._frame(event)
                 continue
             if self.mode == _MAIN and end is not None:
@@ -864,7 +868,6 @@ class DirectionDissector:
 
     def _main_event(self, event: Any) -> None:
         if isinstance(event, FrameEvent):
-            self._flush()
             self._frame(event)
         elif isinstance(event, ProblemEvent):
             self._problem(event.problem)
@@ -968,10 +971,20 @@ class DirectionDissector:
         self.last_frame = None
 
     def _frame(self, event: FrameEvent) -> None:
+        """The frame's row, checks and message; the row of the frame before it goes first
+        (as :meth:`_flush`, inline for the usual frame)."""
+        last = self.last_frame
+        if last is not None and not self.last_deferred:
+            self.rows.append(("frames", tuple(last)))
+        elif last is not None:
+            self._flush()
         frame = event.frame
         offset = event.offset
         size = event.end - offset
-        ts, capture = self._where(offset)
+        if self._found_from <= offset < self._found_to:  # as _where, inline for the usual
+            ts, capture = self._found
+        else:
+            ts, capture = self._where(offset)
         self.facts.frames += 1
         frame_class = type(frame)
         kind = FRAME_TYPE_NAMES[frame_class]
@@ -1017,11 +1030,7 @@ class DirectionDissector:
         )
         self.rule_text = None
         if not protocol_header:
-            spec = self.dissector.spec
-            findings = self.rules.frame(
-                size, channel, method, ts, checked=spec is not None and spec.wire_format == "0-9"
-            )
-            for finding in findings:
+            for finding in self.rules.frame(size, channel, method, ts, checked=self.checked):
                 self._finding(finding, offset, ts, capture)
         if method is not None:
             self.edge.known.add(channel)  # type: ignore[arg-type]
@@ -1031,7 +1040,10 @@ class DirectionDissector:
                 self.content[channel] = (offset, ts or 0.0, capture)  # type: ignore[index]
         if protocol_header:
             return
-        self._note_progress(channel, event.pending)  # type: ignore[arg-type]
+        if event.pending:  # as _note_progress, inline: once per frame
+            self.in_progress.add(channel)  # type: ignore[arg-type]
+        else:
+            self.in_progress.discard(channel)
         if event.message is not None:
             self._message(event.message)
 
