@@ -1116,10 +1116,13 @@ class DirectionDissector:
                 message.properties, self.headers_json.pop(message.channel, None)
             )
 
-        def get(attr: str) -> Any:
-            value = getattr(method, attr, None)
-            return header.get(attr) if value is None else value
-
+        values = _message_fields(method)
+        if header:
+            values = [
+                header.get(attr) if value is None else value
+                for attr, value in zip(_MESSAGE_FIELDS, values, strict=True)
+            ]
+        exchange, routing_key, consumer_tag, delivery_tag, redelivered, code, reply = values
         self.rows.append(
             (
                 "messages",
@@ -1131,13 +1134,13 @@ class DirectionDissector:
                     offset,
                     message.channel,
                     method.NAME,
-                    text(get("exchange")),
-                    text(get("routing_key")),
-                    text(get("consumer_tag")),
-                    get("delivery_tag"),
-                    get("redelivered"),
-                    get("reply_code"),
-                    text(get("reply_text")),
+                    text(exchange),
+                    text(routing_key),
+                    text(consumer_tag),
+                    delivery_tag,
+                    redelivered,
+                    code,
+                    text(reply),
                     properties,
                     len(body),
                     hashlib.sha256(body).hexdigest(),
@@ -1271,6 +1274,34 @@ def _problem_kind(problem: Problem) -> str:
     if problem.fatal:  # a protocol header of a version there is no codec for
         return "unknown-protocol"
     return "decode"
+
+
+#: The method fields a ``messages`` row holds, in its columns' order.
+_MESSAGE_FIELDS = (
+    "exchange",
+    "routing_key",
+    "consumer_tag",
+    "delivery_tag",
+    "redelivered",
+    "reply_code",
+    "reply_text",
+)
+#: Per method class: each of :data:`_MESSAGE_FIELDS` it has, else None.
+_MESSAGE_PLANS: dict[type[Method], tuple[str | None, ...]] = {}
+
+
+def _message_fields(method: Method) -> list[Any]:
+    """The values of :data:`_MESSAGE_FIELDS` in ``method`` (None where it has no such field).
+
+    A class's fields are looked up once: ``getattr`` with a default would raise and catch an
+    AttributeError inside for each field a method lacks, several per message."""
+    kind = type(method)
+    plan = _MESSAGE_PLANS.get(kind)
+    if plan is None:
+        plan = _MESSAGE_PLANS[kind] = tuple(
+            attr if hasattr(method, attr) else None for attr in _MESSAGE_FIELDS
+        )
+    return [None if attr is None else getattr(method, attr) for attr in plan]
 
 
 def draft_message_properties(message: DraftMessage) -> tuple[Any, ...]:
