@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ._content import ContentTracker, PendingContent
-from .base import Method, Properties
+from .base import Method, Properties, writable_twin
 from .errors import UnexpectedFrameError
 from .frames import ContentBodyFrame, ContentHeaderFrame, Frame, MethodFrame, body_repr
 
@@ -43,6 +43,11 @@ class Message:
             f"Message(channel={self.channel}, method={self.method!r}, "
             f"properties={self.properties!r}, body={body_repr(self.body)})"
         )
+
+
+# A message is made as the decoder makes frames: filled as its writable twin and then given
+# its class (see writable_twin), not through the frozen dataclass's __init__.
+_MessageTwin = writable_twin(Message)
 
 
 @dataclass(slots=True)
@@ -130,7 +135,13 @@ class MessageAssembler(ContentTracker[_Pending]):
     def _complete(self, channel: int, pending: _Pending) -> Message | None:
         if pending.received < pending.limit or pending.properties is None:
             return None
-        return Message(channel, pending.method, pending.properties, self._finish(channel, pending))
+        message = _MessageTwin()
+        message.channel = channel
+        message.method = pending.method
+        message.properties = pending.properties
+        message.body = self._finish(channel, pending)
+        message.__class__ = Message
+        return message  # type: ignore[no-any-return]
 
     def _overflow(self, channel: int, pending: _Pending) -> UnexpectedFrameError:
         return self._unexpected(

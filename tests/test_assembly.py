@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pickle
+from dataclasses import FrozenInstanceError, fields
+
 import pytest
 from strategies import parse_frames
 
@@ -55,6 +58,21 @@ def test_deliver_header_and_bodies():
     assert message == Message(1, DELIVER, PROPS, b"hello world")
     assert type(message.body) is bytes
     assert not assembler.in_progress(1)
+
+
+def test_an_assembled_message_is_the_frozen_dataclass_itself():
+    """The assembler makes its messages without the frozen dataclass's __init__: every field
+    set, equal, picklable and frozen as the dataclass is."""
+    assembler = MessageAssembler()
+    made = feed_all(assembler, [MethodFrame(1, DELIVER), header(1, 2), ContentBodyFrame(1, b"ok")])
+    message = made[0]
+    expected = Message(1, DELIVER, PROPS, b"ok")
+    assert type(message) is Message
+    assert message == expected and repr(message) == repr(expected)
+    assert [getattr(message, f.name) for f in fields(Message)] == [1, DELIVER, PROPS, b"ok"]
+    assert pickle.loads(pickle.dumps(message)) == expected
+    with pytest.raises(FrozenInstanceError):
+        message.body = b""  # type: ignore[misc]
 
 
 def test_single_body_frame():
