@@ -166,6 +166,18 @@ class TableWriters:
             if len(buffer) >= ROW_GROUP or held[table] >= ROW_GROUP_BYTES:
                 self._write(table)
 
+    def add_rows(self, table: str, rows: list[tuple[Any, ...]]) -> None:
+        """Buffer ``rows`` of ``table`` in one step (:meth:`extend` takes a row at a time),
+        writing its row groups once full."""
+        if not rows:
+            return
+        buffer = self.rows[table]
+        buffer.extend(rows)
+        big = _BIG[table]
+        self.held[table] += sum(len(row[big]) for row in rows if row[big] is not None)
+        if len(buffer) >= ROW_GROUP or self.held[table] >= ROW_GROUP_BYTES:
+            self._write(table)
+
     def _write(self, table: str) -> None:
         import pyarrow.parquet as pq
 

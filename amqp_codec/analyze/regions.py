@@ -379,7 +379,9 @@ def run_task(task: Task) -> TaskResult:
             bodies=task.bodies,
             region=stream.region(region),
         )
-        writers.extend(dissector.run(_items(stream, region, source)))
+        for frames, others in dissector.run_batches(_items(stream, region, source)):
+            writers.add_rows("frames", frames)
+            writers.extend(others)
         facts = dissector.facts
         facts.protocol = None  # travels by name (spec)
         result.regions.append(RegionResult(stream.id, region.index, dissector.edge, facts))

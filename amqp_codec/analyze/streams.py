@@ -531,6 +531,9 @@ class DirectionDissector:
         self.bodies = bodies
         self.region = region
         self.rows: list[Row] = []  # rows found and not yet handed out by run()
+        # ...but for the frames table's, kept apart: most rows are frames, and a batch of them
+        # goes to the writer in one step (see run_batches)
+        self.frame_rows: list[tuple[Any, ...]] = []
         self.facts = _Facts()
         self.edge = Edge(sync=0 if region.index == 0 else None)
         self.rules = PeerRules(
@@ -558,7 +561,9 @@ class DirectionDissector:
         self.content: dict[int, tuple[int, float, str | None]] = {}
         self.first = region.index == 0
         self.later = region.index > 0
-        self.last_frame: list[Any] | None = None
+        # The last frame's row, held until the next frame: a problem found meanwhile may set
+        # its problem text (see _problem_text).
+        self.last_frame: tuple[Any, ...] | None = None
         self.last_deferred = False
         self.json_cache: dict[Method, str] = {}
         self.mode = _MAIN if region.index == 0 else _SYNC
@@ -576,8 +581,18 @@ class DirectionDissector:
     # -- driving ----------------------------------------------------------------------------
 
     def run(self, items: Iterable[Piece | Gap]) -> Iterator[Row]:
+        """:meth:`run_batches`, a ``(table, row)`` at a time."""
+        for frames, others in self.run_batches(items):
+            yield from others
+            for row in frames:
+                yield "frames", row
+
+    def run_batches(
+        self, items: Iterable[Piece | Gap]
+    ) -> Iterator[tuple[list[tuple[Any, ...]], list[Row]]]:
         """Dissect the stream's pieces and gaps (in stream order, from the region's start on),
-        yielding rows as they are found; :attr:`facts` and :attr:`edge` are complete after.
+        yielding rows as they are found, in batches: the ``frames`` table's rows, and the
+        ``(table, row)`` of the others. :attr:`facts` and :attr:`edge` are complete after.
 
         No item is asked for once the region is done: a region whose frames end exactly at
         its end, with no message in progress, reads nothing past it.
@@ -610,9 +625,9 @@ class DirectionDissector:
                 position = self._piece(position, data, item.ts, item.capture)
             if self.mode == _DONE:
                 break
-            if len(self.rows) > 1000:  # hand rows on as they come: a stream may be huge
-                yield from self.rows
-                self.rows.clear()
+            if len(self.frame_rows) + len(self.rows) > 1000:
+                # Hand rows on as they come: a stream may be huge.
+                yield self._handed()
         else:
             self._flush_batch()
             if self.mode == _DONE:
@@ -632,8 +647,13 @@ class DirectionDissector:
         self._flush_batch()
         self._flush()
         self.edge.budget_refused = self.region.index > 0 and self.dissector.budget_refused
-        yield from self.rows
-        self.rows.clear()
+        yield self._handed()
+
+    def _handed(self) -> tuple[list[tuple[Any, ...]], list[Row]]:
+        """The rows found since the last batch, as a batch (see :meth:`run_batches`)."""
+        batch = self.frame_rows, self.rows
+        self.frame_rows, self.rows = [], []
+        return batch
 
     def _piece(self, position: int, data: bytes, ts: float, capture: str) -> int:
         """Take the piece ``data`` at stream ``position``; the position after it."""
@@ -961,13 +981,13 @@ class DirectionDissector:
         last = self.last_frame
         if last is None:
             return
-        if self.last_deferred:
-            self.edge.deferred.append((last[4], last[5], last))
+        if self.last_deferred:  # a list: the driver sets its problem text
+            self.edge.deferred.append((last[4], last[5], list(last)))
             if self.rule_text is not None:
                 self.edge.rule_texts[last[4]] = self.rule_text
             self.last_deferred = False
         else:
-            self.rows.append(("frames", tuple(last)))
+            self.frame_rows.append(last)
         self.last_frame = None
 
     def _frame(self, event: FrameEvent) -> None:
@@ -975,7 +995,7 @@ class DirectionDissector:
         (as :meth:`_flush`, inline for the usual frame)."""
         last = self.last_frame
         if last is not None and not self.last_deferred:
-            self.rows.append(("frames", tuple(last)))
+            self.frame_rows.append(last)
         elif last is not None:
             self._flush()
         frame = event.frame
@@ -1005,7 +1025,7 @@ class DirectionDissector:
             self.first = False
             if not (protocol_header or (method is not None and method.NAME == "connection.start")):
                 self._forget()  # content sequences can only be checked from the start
-        self.last_frame = [
+        self.last_frame = (
             capture,
             self.connection,
             self.direction,
@@ -1017,7 +1037,7 @@ class DirectionDissector:
             fields,
             size,
             None,
-        ]
+        )
         # In a later region, a channel's content frames before its first method frame here
         # (and that method frame) depend on the state the earlier regions left it in.
         self.last_deferred = (
@@ -1067,9 +1087,14 @@ class DirectionDissector:
         self.rows.append(("problems", row))
         if finding.kind != HEARTBEAT_MISSED and self.last_frame is not None:
             if self.last_frame[10] is None:
-                self.last_frame[10] = finding.detail
+                self._problem_text(finding.detail)
             if self.rule_text is None:
                 self.rule_text = finding.detail
+
+    def _problem_text(self, text: str | None) -> None:
+        """Set the ``problem`` column of the last frame's row."""
+        assert self.last_frame is not None
+        self.last_frame = (*self.last_frame[:10], text)
 
     def _method_json(self, method: Method) -> str:
         """The fields JSON of ``method``; repeated methods (same fields) are encoded once."""
@@ -1152,7 +1177,7 @@ class DirectionDissector:
     def _problem(self, problem: Problem) -> None:
         concerns_last = self.last_frame is not None and problem.frame_offset == self.last_frame[4]
         if concerns_last:
-            self.last_frame[10] = problem.reason  # type: ignore[index]
+            self._problem_text(problem.reason)
         ts, capture = self._where(problem.offset)
         row = (
             capture,
