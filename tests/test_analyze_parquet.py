@@ -46,3 +46,30 @@ def test_a_row_group_with_no_absent_struct(tmp_path: Path) -> None:
     table = pq.read_table(tmp_path / "messages" / "part-00001.parquet")
     assert table.column("properties").to_pylist()[0]["content_type"] == "a"
     assert table.column("properties").null_count == 0
+
+
+def test_text_columns_read_back_whether_one_text_all_along_or_not(tmp_path: Path) -> None:
+    """A text column that holds one value in every row of a row group is written from that
+    value alone; beside it, columns that change, hold absent values or start with one."""
+    names = column_names(TABLES["frames"])
+    given = []
+    for index in range(6):
+        row: dict[str, object] = dict.fromkeys(names)
+        row.update(
+            capture="one.pcap",  # the same text all along
+            connection="c" if index else "d",  # changes after the first row
+            direction="client",
+            frame_type="body",
+            method=None if index % 2 else "basic.publish",  # every other row absent
+            problem=None if index < 5 else "late",  # absent but for the last row
+            offset=index,
+        )
+        given.append(tuple(row[name] for name in names))
+    writers = TableWriters(str(tmp_path), "00000")
+    writers.add_rows("frames", given[:4])
+    writers._write("frames")  # a row group of its own
+    writers.add_rows("frames", given[4:])
+    writers.close()
+    table = pq.read_table(tmp_path / "frames" / "part-00000.parquet")
+    assert [tuple(row.values()) for row in table.to_pylist()] == given
+    assert table.schema.field("capture").type == "string"

@@ -74,7 +74,12 @@ def _batch(columns: Columns, schema: pa.Schema, rows: Sequence[tuple[Any, ...]])
     # One transposition in C rather than a Python loop over the rows per column.
     for column, values in zip(columns, zip(*rows, strict=True), strict=True):
         kind = schema.field(column.name).type
-        if isinstance(column.type, str):
+        first = values[0]
+        if column.type == "string" and first is not None and values.count(first) == len(values):
+            # One text all along (a task's capture, connection, direction...): repeated in C
+            # rather than converted from each row's string.
+            arrays.append(pa.repeat(pa.scalar(first, kind), len(values)))
+        elif isinstance(column.type, str):
             arrays.append(pa.array(values, type=kind))
         else:
             arrays.append(_struct_array(values, kind))
