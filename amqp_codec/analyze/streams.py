@@ -267,13 +267,14 @@ def _json_plan(kind: type[Method]) -> tuple[tuple[str, str | None], ...]:
     return tuple(plan)
 
 
-#: Per properties class: ``(flag bit, '"name":', attr)`` of each property, in wire order.
-_HEADER_PLANS: dict[type[Properties], tuple[tuple[int, str, str], ...]] = {}
+#: Per properties class: ``(flag bit, '"name":', attr, column)`` of each property, in wire
+#: order; ``column``: its index in a ``messages`` row's properties, if the table has one.
+_HEADER_PLANS: dict[type[Properties], tuple[tuple[int, str, str, int | None], ...]] = {}
 
 
-def header_json(frame: ContentHeaderFrame) -> tuple[str, str | None]:
-    """``_dumps(frame_fields(frame))`` of a content header, and the JSON of its ``headers``
-    table (None when absent), which the message's ``headers`` column holds too.
+def header_json(frame: ContentHeaderFrame) -> tuple[str, tuple[Any, ...]]:
+    """``_dumps(frame_fields(frame))`` of a content header, and the properties of its
+    message's row (:func:`message_properties`), worked out in the same pass.
 
     Written directly for the usual properties (ASCII strings, integers) rather than through
     a dict of JSON values, with a field table turned into JSON once for both columns.
@@ -283,14 +284,20 @@ def header_json(frame: ContentHeaderFrame) -> tuple[str, str | None]:
     kind = type(props)
     plan = _HEADER_PLANS.get(kind)
     if plan is None:
+        columns = list(_PROPERTY_COLUMNS)
         plan = _HEADER_PLANS[kind] = tuple(
-            (bit, _json_string(spec.name) + ":", spec.attr)
+            (
+                bit,
+                _json_string(spec.name) + ":",
+                spec.attr,
+                columns.index(spec.attr) if spec.attr in columns else None,
+            )
             for spec, bit in zip(kind.FIELDS, kind.FLAGS, strict=True)
         )
     word = 0
     parts = []
-    headers: str | None = None
-    for bit, prefix, attr in plan:
+    row: list[Any] = [None] * len(_PROPERTY_COLUMNS)
+    for bit, prefix, attr, column in plan:
         value = getattr(props, attr)
         if value is None:
             continue
@@ -300,15 +307,17 @@ def header_json(frame: ContentHeaderFrame) -> tuple[str, str | None]:
             parts.append(prefix + _json_string(value))
         elif of is bool:
             parts.append(prefix + ("true" if value else "false"))
+            value = int(value)
         elif isinstance(value, int):  # Timestamp and enums too, written as plain integers
             parts.append(prefix + int.__repr__(value))
+            value = int(value)
         elif isinstance(value, Mapping):
-            table = _table_json(value)
-            parts.append(prefix + table)
-            if attr == "headers":
-                headers = table
+            value = _table_json(value)
+            parts.append(prefix + value)
         else:
             return _header_json_generally(frame)
+        if column is not None:
+            row[column] = value
     numbers = (frame.class_id, frame.body_size, frame.weight)
     if any(type(number) is not int for number in numbers):
         return _header_json_generally(frame)
@@ -316,7 +325,7 @@ def header_json(frame: ContentHeaderFrame) -> tuple[str, str | None]:
         f'{{"class_id":{frame.class_id},"body_size":{frame.body_size},'
         f'"weight":{frame.weight},"property_flags":{word},'
         f'"properties":{{{",".join(parts)}}}}}',
-        headers,
+        tuple(row),
     )
 
 
@@ -346,11 +355,10 @@ def _table_json(table: Mapping[str, Any]) -> str:
     return f"[{','.join(parts)}]"
 
 
-def _header_json_generally(frame: ContentHeaderFrame) -> tuple[str, str | None]:
+def _header_json_generally(frame: ContentHeaderFrame) -> tuple[str, tuple[Any, ...]]:
     fields = frame_fields(frame)
     assert fields is not None
-    headers = fields["properties"].get("headers")
-    return _dumps(fields), None if headers is None else _dumps(headers)
+    return _dumps(fields), message_properties(frame.properties)
 
 
 def frame_type(frame: Frame) -> str:
@@ -546,8 +554,8 @@ class DirectionDissector:
         # Channels with a message in progress, as the dissector's assembler says after each
         # frame (it assembles the messages: FrameEvent.message).
         self.in_progress: set[int] = set()
-        # channel -> (properties of its last content header, its headers table's JSON text)
-        self.headers_json: dict[int, tuple[Properties, str | None]] = {}
+        # channel -> properties of its last content header, and its message row's properties
+        self.header_properties: dict[int, tuple[Properties, tuple[Any, ...]]] = {}
         self.starts: list[int] = []  # stream offsets where pieces start
         self.stamps: list[float] = []  # their timestamps
         self.captures: list[str] = []  # and capture files
@@ -845,7 +853,7 @@ class DirectionDissector:
         """Frames were lost: no message in progress can be completed."""
         self.in_progress.clear()
         self.content.clear()
-        self.headers_json.clear()
+        self.header_properties.clear()
         self.edge.forgot = True
         self.edge.known.clear()
         self.rules.forget()
@@ -1015,8 +1023,8 @@ class DirectionDissector:
             fields = self._method_json(method)
         elif frame_class is ContentHeaderFrame:
             # The message's headers column is the same JSON: worked out once.
-            fields, headers = header_json(frame)  # type: ignore[arg-type]
-            self.headers_json[frame.channel] = (frame.properties, headers)  # type: ignore[union-attr]
+            fields, properties = header_json(frame)  # type: ignore[arg-type]
+            self.header_properties[frame.channel] = (frame.properties, properties)  # type: ignore[union-attr]
         elif kind != "body" and kind != "heartbeat":
             fields = _dumps(frame_fields(frame))
         protocol_header = kind == PROTOCOL_HEADER_NAME
@@ -1137,9 +1145,11 @@ class DirectionDissector:
             properties = draft_message_properties(message)
         else:
             header = {}
-            properties = message_properties(
-                message.properties, self.headers_json.pop(message.channel, None)
-            )
+            header_of = self.header_properties.pop(message.channel, None)
+            if header_of is not None and header_of[0] is message.properties:
+                properties = header_of[1]
+            else:
+                properties = message_properties(message.properties)
 
         values = _message_fields(method)
         if header:
@@ -1353,14 +1363,12 @@ def draft_message_properties(message: DraftMessage) -> tuple[Any, ...]:
     return tuple(values.get(name) for name in _PROPERTY_COLUMNS)
 
 
-def message_properties(
-    props: Properties, known: tuple[Properties, str | None] | None = None
-) -> tuple[Any, ...]:
+def message_properties(props: Properties) -> tuple[Any, ...]:
     """The ``properties`` struct of a message row, in :data:`~.tables.PROPERTIES` order.
 
     Properties are matched by name, so any protocol version's basic properties fit; one the
-    table has no column for is left out. ``known``: ``props`` (by identity) and its ``headers``
-    table's JSON (:func:`header_json`), which is then not worked out again.
+    table has no column for is left out. (A content header's are worked out with its frame's
+    fields, by :func:`header_json`.)
     """
     out: list[Any] = [None] * len(_PROPERTY_COLUMNS)
     for attr, index, table in _property_plan(type(props)):
@@ -1368,10 +1376,7 @@ def message_properties(
         if value is None:
             continue
         if table:
-            if known is not None and known[0] is props and attr == "headers":
-                out[index] = known[1]
-            else:
-                out[index] = _table_json(value)
+            out[index] = _table_json(value)
         elif isinstance(value, str):
             out[index] = text(value)
         elif isinstance(value, int):
