@@ -215,10 +215,10 @@ class PeerRules:
             and edge.channels.get(channel) in _CONTENT_PASSES
             and (method is None or self._plain(method))
         ):
-            # The usual frame, content or a method of a channel in use (not one of the channel
-            # class, which changes its state), sent by the side allowed to, takes this path
-            # when no check can fail: within frame_max, and no heartbeat missed since the frame
-            # before.
+            # The usual frame, content or a method on a channel in use (not of the connection or
+            # channel class, whose methods change the state checked here) sent by a side that
+            # may send it, takes this path when no check can fail: within frame_max, and no
+            # heartbeat missed since the frame before.
             last, heartbeat = self._last_ts, limits.heartbeat
             if (not limits.frame_max or size <= limits.frame_max) and (
                 not heartbeat or edge.closed or last is None or ts - last <= 2 * heartbeat
