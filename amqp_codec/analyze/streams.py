@@ -284,14 +284,9 @@ def header_json(frame: ContentHeaderFrame) -> tuple[str, tuple[Any, ...]]:
     kind = type(props)
     plan = _HEADER_PLANS.get(kind)
     if plan is None:
-        columns = list(_PROPERTY_COLUMNS)
+        column_of = {attr: index for attr, index, _table in _property_plan(kind)}
         plan = _HEADER_PLANS[kind] = tuple(
-            (
-                bit,
-                _json_string(spec.name) + ":",
-                spec.attr,
-                columns.index(spec.attr) if spec.attr in columns else None,
-            )
+            (bit, _json_string(spec.name) + ":", spec.attr, column_of.get(spec.attr))
             for spec, bit in zip(kind.FIELDS, kind.FLAGS, strict=True)
         )
     word = 0
@@ -1002,10 +997,11 @@ class DirectionDissector:
         """The frame's row, checks and message; the row of the frame before it goes first
         (as :meth:`_flush`, inline for the usual frame)."""
         last = self.last_frame
-        if last is not None and not self.last_deferred:
-            self.frame_rows.append(last)
-        elif last is not None:
-            self._flush()
+        if last is not None:
+            if self.last_deferred:
+                self._flush()
+            else:
+                self.frame_rows.append(last)
         frame = event.frame
         offset = event.offset
         size = event.end - offset
@@ -1130,6 +1126,7 @@ class DirectionDissector:
         self.facts.messages += 1
         body = message.body
 
+        values = _message_fields(method)
         if isinstance(message, DraftMessage):
             delivery = message.named("delivery-properties")
             # message.transfer's destination: the exchange when a client publishes, the
@@ -1142,21 +1139,17 @@ class DirectionDissector:
                 "consumer_tag": None if sent else destination,
                 "redelivered": getattr(delivery, "redelivered", None),  # a bit: False if clear
             }
+            values = [
+                header.get(attr) if value is None else value
+                for attr, value in zip(_MESSAGE_FIELDS, values, strict=True)
+            ]
             properties = draft_message_properties(message)
         else:
-            header = {}
             header_of = self.header_properties.pop(message.channel, None)
             if header_of is not None and header_of[0] is message.properties:
                 properties = header_of[1]
             else:
                 properties = message_properties(message.properties)
-
-        values = _message_fields(method)
-        if header:
-            values = [
-                header.get(attr) if value is None else value
-                for attr, value in zip(_MESSAGE_FIELDS, values, strict=True)
-            ]
         exchange, routing_key, consumer_tag, delivery_tag, redelivered, code, reply = values
         self.rows.append(
             (
