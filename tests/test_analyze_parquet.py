@@ -49,8 +49,8 @@ def test_a_row_group_with_no_absent_struct(tmp_path: Path) -> None:
 
 
 def test_text_columns_read_back_whether_one_text_all_along_or_not(tmp_path: Path) -> None:
-    """A text column that holds one value in every row of a row group is written from that
-    value alone; beside it, columns that change, hold absent values or start with one."""
+    """A text column that holds one value in every row of a row group reads back as written,
+    and so do the columns beside it that change, hold absent values or start with one."""
     names = column_names(TABLES["frames"])
     given = []
     for index in range(6):
