@@ -140,5 +140,9 @@ def decodes_alone(candidate: bytes, spec: ProtocolSpec, frame_max: int | None = 
     trial.receive_data(candidate)
     try:
         return trial.next_frame() is not NEED_DATA
-    except Exception:  # AMQPDecodeError, or a codec bug: either way not believable
+    except Exception as error:  # AMQPDecodeError, or a codec bug: either way not believable
+        # The decoder keeps the error it raised, whose traceback holds the decoder's frame:
+        # a cycle, which only the collector would free, with the candidate's bytes in it. A
+        # resync tries candidates by the thousand in a damaged stream.
+        error.__traceback__ = None
         return False
