@@ -23,6 +23,7 @@ from spark_support import (
 )
 
 from amqp_codec import testing, v0_8, v0_9_1, v0_10_draft
+from amqp_codec.analyze import streams as streams_module
 from amqp_codec.analyze.streams import (
     REDACTED,
     DirectionDissector,
@@ -519,3 +520,42 @@ def test_a_region_whose_frames_end_at_its_end_reads_nothing_past_it() -> None:
     assert [row[7] for row in rows] == [None, "channel.open", "basic.qos"]
     assert taken == [0, len(head), len(head) + len(framed[0])]  # not the piece at ``end``
     assert dissector.edge.end == end
+
+
+def test_a_later_region_checks_each_start_before_its_first_frame_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Garbage that comes piece by piece before a later region's first frame: each place a
+    frame could start is checked once, not again with every piece added (that made a
+    stream of garbage cost in proportion to the square of what a region gathered)."""
+    # Every seventh octet could start a frame (a frame-type octet); none's header holds up.
+    # More than one batch of bytes fed at once (64 KiB), in pieces of 700.
+    garbage = b"\x01\xff\xff\xff\xff\xff\xff" * 30_000
+    framed = frames(
+        MethodFrame(1, Channel.Open()),
+        MethodFrame(1, Basic.Qos(prefetch_count=10)),
+        MethodFrame(1, Channel.Flow(active=True)),
+        MethodFrame(1, Basic.Qos(prefetch_count=20)),
+        MethodFrame(1, Channel.Close(reply_code=200)),
+    )
+    stream = garbage + framed
+    checked: list[int] = []
+    chain = streams_module._chain
+
+    def counted(data: Any, pos: int, *args: Any) -> bool | None:
+        checked.append(pos)
+        return chain(data, pos, *args)
+
+    monkeypatch.setattr(streams_module, "_chain", counted)
+    region = Region(index=1, start=0, spec=v0_9_1.SPEC)
+    dissector = DirectionDissector(connection="c", direction="client", bodies=False, region=region)
+    pieces = [
+        Piece(offset, 1.0, stream[offset : offset + 700]) for offset in range(0, len(stream), 700)
+    ]
+    rows = [row for table, row in dissector.run(iter(pieces)) if table == "frames"]
+    assert dissector.edge.sync == len(garbage)
+    # The first frame on the channel goes to the driver, which knows the channel's state.
+    assert [offset for offset, _channel, _row in dissector.edge.deferred] == [len(garbage)]
+    assert [row[7] for row in rows] == ["basic.qos", "channel.flow", "basic.qos", "channel.close"]
+    assert len(checked) == len(set(checked))  # no start checked twice
+    assert len(garbage) // 7 <= len(checked) <= len(garbage) // 7 + 2

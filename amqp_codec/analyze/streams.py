@@ -572,6 +572,7 @@ class DirectionDissector:
         self.mode = _MAIN if region.index == 0 else _SYNC
         self.sync_buffer = bytearray()
         self.sync_base = region.start  # stream offset of sync_buffer[0]
+        self.sync_from = 0  # no frame starts in sync_buffer before this (see find_sync)
         self.after_gap = False  # a gap came before the region's first frame
         self.following: dict[int, Follow] = {}
         self.resolved: list[int] = []  # followed channels resolved by the last frame
@@ -751,12 +752,14 @@ class DirectionDissector:
         """Find the region's first frame in the bytes gathered so far (see :func:`find_sync`)."""
         region = self.region
         spec = region.spec or DEFAULT_SPEC
-        found = find_sync(self.sync_buffer, spec, region.tuned_frame_max, final=final)
+        found, self.sync_from = find_sync(
+            self.sync_buffer, spec, region.tuned_frame_max, final=final, start=self.sync_from
+        )
         if found is None:
             if final or len(self.sync_buffer) > SYNC_LIMIT:
                 if len(self.sync_buffer) > SYNC_LIMIT:
                     self.mode = _DONE  # the driver falls back to one pass for this stream
-                self.sync_buffer = bytearray()
+                self._clear_sync()
             return
         sync = self.sync_base + found
         self.edge.sync = sync
@@ -774,8 +777,12 @@ class DirectionDissector:
             self._forget()
         self.mode = _MAIN
         data = bytes(self.sync_buffer[found:])
-        self.sync_buffer = bytearray()
+        self._clear_sync()
         self._events(self.dissector.feed(data))
+
+    def _clear_sync(self) -> None:
+        self.sync_buffer = bytearray()
+        self.sync_from = 0
 
     # -- locating stream offsets in the capture ---------------------------------------------
 
@@ -834,7 +841,7 @@ class DirectionDissector:
             self._try_sync(final=True)
             if self.mode == _SYNC:
                 self.after_gap = True
-                self.sync_buffer = bytearray()
+                self._clear_sync()
                 return
         if self.mode == _FOLLOW:
             self._resolve_all(offset)
@@ -1240,33 +1247,43 @@ class DirectionDissector:
 
 
 def find_sync(
-    data: bytes | bytearray, spec: ProtocolSpec, tuned_frame_max: int = 0, *, final: bool
-) -> int | None:
-    """The offset in ``data`` of the first plausible frame start: a frame whose header is
-    plausible, whose frame-end octet is where its size says, which decodes on its own, and
-    which :data:`SYNC_CHAIN` frames as plausible follow (fewer where ``data`` ends, if
-    ``final``: nothing comes after it). None: none yet (or, if ``final``, none at all).
+    data: bytes | bytearray,
+    spec: ProtocolSpec,
+    tuned_frame_max: int = 0,
+    *,
+    final: bool,
+    start: int = 0,
+) -> tuple[int | None, int]:
+    """The offset in ``data`` of the first plausible frame start at or after ``start``: a
+    frame whose header is plausible, whose frame-end octet is where its size says, which
+    decodes on its own, and which :data:`SYNC_CHAIN` frames as plausible follow (fewer where
+    ``data`` ends, if ``final``: nothing comes after it); None: none yet (or, if ``final``,
+    none at all). And the offset before which no frame can start, whatever bytes follow:
+    the ``start`` of the next call, once more bytes are appended to ``data``. (A start ruled
+    out stays ruled out: each check reads only bytes already there.) So the bytes a region
+    gathers before its first frame are scanned once, not again with each piece added.
 
     Stricter than the dissector's resync, which believes one frame: a region's guess is
     checked against where the previous region's frames actually ended, and a wrong guess
     costs a second pass over the stream.
     """
-    pattern = framing(spec).start
+    layout = framing(spec)
     n = len(data)
-    pos = 0
+    pos = start
     while True:
-        match = pattern.search(data, pos)
+        match = layout.start.search(data, pos)
         if match is None:
-            return None
+            # The last octets may begin a start that is not whole yet.
+            return None, max(pos, n - layout.keep)
         pos = match.start()
         verdict = _chain(data, pos, spec, tuned_frame_max, final)
         if verdict is None:
-            return None  # wait for more bytes
+            return None, pos  # wait for more bytes
         if verdict:
-            return pos
+            return pos, pos
         pos += 1
         if pos >= n:
-            return None
+            return None, pos
 
 
 def _chain(
