@@ -41,7 +41,15 @@ from amqp_codec.analyze.tables import PROPERTIES, column_names
 from amqp_codec.capture.packets import Segment, read_capture
 from amqp_codec.capture.tcp import Piece
 from amqp_codec.frames import ContentBodyFrame, ContentHeaderFrame, MethodFrame
-from amqp_codec.inspect.dissector import FrameEvent, ProblemEvent, ResyncEvent, StreamDissector
+from amqp_codec.inspect import resync
+from amqp_codec.inspect.dissector import (
+    RESYNC_WORK_ALLOWANCE,
+    RESYNC_WORK_PER_BYTE,
+    FrameEvent,
+    ProblemEvent,
+    ResyncEvent,
+    StreamDissector,
+)
 from amqp_codec.v0_9_1 import Basic, Channel, Connection
 
 
@@ -559,3 +567,31 @@ def test_a_later_region_checks_each_start_before_its_first_frame_once(
     assert [row[7] for row in rows] == ["basic.qos", "channel.flow", "basic.qos", "channel.close"]
     assert len(checked) == len(set(checked))  # no start checked twice
     assert len(garbage) // 7 <= len(checked) <= len(garbage) // 7 + 2
+
+
+def test_a_later_region_gives_up_its_search_within_the_resync_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Garbage built so that every eighth octet starts a plausible body frame of almost a
+    MiB whose frame-end octet is in place, and whose next frame is not: each such candidate
+    is copied to be decoded on trial. The region decodes no more than the dissector's resync
+    budget allows for the bytes it gathered, then gives up its search (the driver then
+    dissects the stream in one pass); without the budget, minutes of copying."""
+    garbage = bytes.fromhex("030001000FCE0E00") * (3 * 2**20 // 8)
+    tried: list[int] = []
+
+    def counted(candidate: bytes, spec: Any, *args: Any) -> bool:
+        tried.append(len(candidate))
+        return resync.decodes_alone(candidate, spec, *args)
+
+    monkeypatch.setattr(streams_module, "decodes_alone", counted)
+    region = Region(index=1, start=0, spec=v0_9_1.SPEC)
+    dissector = DirectionDissector(connection="c", direction="client", bodies=False, region=region)
+    pieces = [
+        Piece(offset, 1.0, garbage[offset : offset + 65000])
+        for offset in range(0, len(garbage), 65000)
+    ]
+    assert list(dissector.run(iter(pieces))) == []
+    assert dissector.edge.sync is None and dissector.sync_search.refused
+    assert len(tried) > 1  # candidates were tried before the budget ran out
+    assert sum(tried) <= RESYNC_WORK_ALLOWANCE + RESYNC_WORK_PER_BYTE * len(garbage)

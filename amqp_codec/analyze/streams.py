@@ -61,6 +61,8 @@ from ..inspect.dissector import (
     DEFAULT_SPEC,
     FRAME_TYPE_NAMES,
     PROTOCOL_HEADER_NAME,
+    RESYNC_WORK_ALLOWANCE,
+    RESYNC_WORK_PER_BYTE,
     FrameEvent,
     Problem,
     ProblemEvent,
@@ -506,6 +508,20 @@ _SYNC, _MAIN, _FOLLOW, _DONE = "sync", "main", "follow", "done"
 SYNC_LIMIT = 8 * 2**20
 #: Frames that must follow a candidate first frame, each plausible, before a region syncs.
 SYNC_CHAIN = 4
+
+
+@dataclass(slots=True)
+class SyncSearch:
+    """Where a later region's search for its first frame stands (see :func:`find_sync`)."""
+
+    start: int = 0
+    """No frame starts before this offset of the bytes gathered, whatever bytes follow."""
+    work: int = 0
+    """Bytes of candidate frames decoded on trial so far (each copied to be decoded)."""
+    refused: bool = False
+    """A candidate would have taken :attr:`work` past the budget: the search was given up."""
+
+
 #: Bytes a region reads past its end to finish the messages in progress there.
 FOLLOW_LIMIT = 64 * 2**20
 # Contiguous stream bytes fed to the dissector at once.
@@ -572,7 +588,8 @@ class DirectionDissector:
         self.mode = _MAIN if region.index == 0 else _SYNC
         self.sync_buffer = bytearray()
         self.sync_base = region.start  # stream offset of sync_buffer[0]
-        self.sync_from = 0  # no frame starts in sync_buffer before this (see find_sync)
+        self.sync_search = SyncSearch()
+        self.sync_seen = 0  # bytes gathered to look for the region's first frame
         self.after_gap = False  # a gap came before the region's first frame
         self.following: dict[int, Follow] = {}
         self.resolved: list[int] = []  # followed channels resolved by the last frame
@@ -733,6 +750,7 @@ class DirectionDissector:
             if not self.sync_buffer:
                 self.sync_base = position
             self.sync_buffer += data
+            self.sync_seen += len(data)
             self._try_sync(final=False)
         elif self.mode in (_MAIN, _FOLLOW):
             self._events(self.dissector.feed(data))
@@ -752,12 +770,23 @@ class DirectionDissector:
         """Find the region's first frame in the bytes gathered so far (see :func:`find_sync`)."""
         region = self.region
         spec = region.spec or DEFAULT_SPEC
-        found, self.sync_from = find_sync(
-            self.sync_buffer, spec, region.tuned_frame_max, final=final, start=self.sync_from
+        # Trial decodes within the dissector's resync budget for the bytes gathered (gaps
+        # do not renew it): a candidate frame can be a MiB long, and garbage can hold one
+        # every few bytes.
+        budget = RESYNC_WORK_ALLOWANCE + RESYNC_WORK_PER_BYTE * self.sync_seen
+        search = self.sync_search
+        found = find_sync(
+            self.sync_buffer,
+            spec,
+            region.tuned_frame_max,
+            final=final,
+            search=search,
+            budget=budget,
         )
         if found is None:
-            if final or len(self.sync_buffer) > SYNC_LIMIT:
-                if len(self.sync_buffer) > SYNC_LIMIT:
+            given_up = len(self.sync_buffer) > SYNC_LIMIT or search.refused
+            if final or given_up:
+                if given_up:
                     self.mode = _DONE  # the driver falls back to one pass for this stream
                 self._clear_sync()
             return
@@ -782,7 +811,7 @@ class DirectionDissector:
 
     def _clear_sync(self) -> None:
         self.sync_buffer = bytearray()
-        self.sync_from = 0
+        self.sync_search.start = 0
 
     # -- locating stream offsets in the capture ---------------------------------------------
 
@@ -1252,44 +1281,62 @@ def find_sync(
     tuned_frame_max: int = 0,
     *,
     final: bool,
-    start: int = 0,
-) -> tuple[int | None, int]:
-    """The offset in ``data`` of the first plausible frame start at or after ``start``: a
-    frame whose header is plausible, whose frame-end octet is where its size says, which
-    decodes on its own, and which :data:`SYNC_CHAIN` frames as plausible follow (fewer where
-    ``data`` ends, if ``final``: nothing comes after it); None: none yet (or, if ``final``,
-    none at all). And the offset before which no frame can start, whatever bytes follow:
-    the ``start`` of the next call, once more bytes are appended to ``data``. (A start ruled
-    out stays ruled out: each check reads only bytes already there.) So the bytes a region
-    gathers before its first frame are scanned once, not again with each piece added.
+    search: SyncSearch | None = None,
+    budget: int | None = None,
+) -> int | None:
+    """The offset in ``data`` of the first plausible frame start at or after
+    ``search.start``: a frame whose header is plausible, whose frame-end octet is where its
+    size says, which decodes on its own, and which :data:`SYNC_CHAIN` frames as plausible
+    follow (fewer where ``data`` ends, if ``final``: nothing comes after it). None: none yet
+    (or, if ``final``, none at all), or none within ``budget``.
+
+    ``search`` carries the search from call to call as bytes are appended to ``data``: its
+    :attr:`~SyncSearch.start` moves to where no frame can start before, whatever bytes
+    follow (a start ruled out stays ruled out: each check reads only bytes already there),
+    so the bytes a region gathers before its first frame are scanned once, not again with
+    each piece added. The candidates decoded on trial add their bytes to its
+    :attr:`~SyncSearch.work`; one that would take it past ``budget`` is not decoded, and the
+    search is given up (:attr:`~SyncSearch.refused`).
 
     Stricter than the dissector's resync, which believes one frame: a region's guess is
     checked against where the previous region's frames actually ended, and a wrong guess
     costs a second pass over the stream.
     """
+    if search is None:
+        search = SyncSearch()
     layout = framing(spec)
     n = len(data)
-    pos = start
+    pos = search.start
     while True:
         match = layout.start.search(data, pos)
         if match is None:
             # The last octets may begin a start that is not whole yet.
-            return None, max(pos, n - layout.keep)
+            search.start = max(pos, n - layout.keep)
+            return None
         pos = match.start()
-        verdict = _chain(data, pos, spec, tuned_frame_max, final)
-        if verdict is None:
-            return None, pos  # wait for more bytes
+        verdict = _chain(data, pos, spec, tuned_frame_max, final, search, budget)
+        search.start = pos
+        if verdict is None or search.refused:
+            return None  # wait for more bytes, or give up
         if verdict:
-            return pos, pos
+            return pos
         pos += 1
         if pos >= n:
-            return None, pos
+            search.start = pos
+            return None
 
 
 def _chain(
-    data: bytes | bytearray, pos: int, spec: ProtocolSpec, tuned_frame_max: int, final: bool
+    data: bytes | bytearray,
+    pos: int,
+    spec: ProtocolSpec,
+    tuned_frame_max: int,
+    final: bool,
+    search: SyncSearch,
+    budget: int | None,
 ) -> bool | None:
-    """Whether frames chain plausibly from ``pos``; None: more bytes are needed to tell."""
+    """Whether frames chain plausibly from ``pos``; None: more bytes are needed to tell (or
+    the budget cannot pay for the first frame's trial decode: ``search.refused``)."""
     n = len(data)
     frames = 0
     cursor = pos
@@ -1304,8 +1351,14 @@ def _chain(
             return (frames > 0) if final else None
         if data[end] != FRAME_END:
             return False
-        if frames == 0 and not decodes_alone(bytes(data[cursor : end + 1]), spec):
-            return False
+        if frames == 0:
+            cost = end + 1 - cursor
+            if budget is not None and search.work + cost > budget:
+                search.refused = True
+                return None
+            search.work += cost
+            if not decodes_alone(bytes(data[cursor : end + 1]), spec):
+                return False
         frames += 1
         cursor = end + 1
         if cursor == n:
