@@ -508,20 +508,6 @@ _SYNC, _MAIN, _FOLLOW, _DONE = "sync", "main", "follow", "done"
 SYNC_LIMIT = 8 * 2**20
 #: Frames that must follow a candidate first frame, each plausible, before a region syncs.
 SYNC_CHAIN = 4
-
-
-@dataclass(slots=True)
-class SyncSearch:
-    """Where a later region's search for its first frame stands (see :func:`find_sync`)."""
-
-    start: int = 0
-    """No frame starts before this offset of the bytes gathered, whatever bytes follow."""
-    work: int = 0
-    """Bytes of candidate frames decoded on trial so far (each copied to be decoded)."""
-    refused: bool = False
-    """A candidate would have taken :attr:`work` past the budget: the search was given up."""
-
-
 #: Bytes a region reads past its end to finish the messages in progress there.
 FOLLOW_LIMIT = 64 * 2**20
 # Contiguous stream bytes fed to the dissector at once.
@@ -1273,6 +1259,18 @@ class DirectionDissector:
                 ),
             )
         )
+
+
+@dataclass(slots=True)
+class SyncSearch:
+    """Where a later region's search for its first frame stands (see :func:`find_sync`)."""
+
+    start: int = 0
+    """No frame starts before this offset of the bytes gathered, whatever bytes follow."""
+    work: int = 0
+    """Bytes of candidate frames decoded on trial so far (each copied to be decoded)."""
+    refused: bool = False
+    """A candidate would have taken :attr:`work` past the budget: the search was given up."""
 
 
 def find_sync(
