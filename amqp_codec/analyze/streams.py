@@ -575,7 +575,6 @@ class DirectionDissector:
         self.sync_buffer = bytearray()
         self.sync_base = region.start  # stream offset of sync_buffer[0]
         self.sync_search = SyncSearch()
-        self.sync_seen = 0  # bytes gathered to look for the region's first frame
         self.after_gap = False  # a gap came before the region's first frame
         self.following: dict[int, Follow] = {}
         self.resolved: list[int] = []  # followed channels resolved by the last frame
@@ -736,7 +735,7 @@ class DirectionDissector:
             if not self.sync_buffer:
                 self.sync_base = position
             self.sync_buffer += data
-            self.sync_seen += len(data)
+            self.sync_search.seen += len(data)
             self._try_sync(final=False)
         elif self.mode in (_MAIN, _FOLLOW):
             self._events(self.dissector.feed(data))
@@ -756,11 +755,10 @@ class DirectionDissector:
         """Find the region's first frame in the bytes gathered so far (see :func:`find_sync`)."""
         region = self.region
         spec = region.spec or DEFAULT_SPEC
-        # Trial decodes within the dissector's resync budget for the bytes gathered (gaps
-        # do not renew it): a candidate frame can be a MiB long, and garbage can hold one
-        # every few bytes.
-        budget = RESYNC_WORK_ALLOWANCE + RESYNC_WORK_PER_BYTE * self.sync_seen
+        # Trial decodes within the dissector's resync budget for the bytes gathered: a
+        # candidate frame can be a MiB long, and garbage can hold one every few bytes.
         search = self.sync_search
+        budget = RESYNC_WORK_ALLOWANCE + RESYNC_WORK_PER_BYTE * search.seen
         found = find_sync(
             self.sync_buffer,
             spec,
@@ -796,6 +794,8 @@ class DirectionDissector:
         self._events(self.dissector.feed(data))
 
     def _clear_sync(self) -> None:
+        """Drop the bytes gathered; the search starts over in the next ones (its work and the
+        bytes it has seen, which its budget grows with, stay: a gap does not renew them)."""
         self.sync_buffer = bytearray()
         self.sync_search.start = 0
 
@@ -1267,6 +1267,8 @@ class SyncSearch:
 
     start: int = 0
     """No frame starts before this offset of the bytes gathered, whatever bytes follow."""
+    seen: int = 0
+    """Bytes gathered for the search so far."""
     work: int = 0
     """Bytes of candidate frames decoded on trial so far (each copied to be decoded)."""
     refused: bool = False
@@ -1313,9 +1315,9 @@ def find_sync(
             return None
         pos = match.start()
         verdict = _chain(data, pos, spec, tuned_frame_max, final, search, budget)
-        search.start = pos
-        if verdict is None or search.refused:
-            return None  # wait for more bytes, or give up
+        if verdict is None:  # wait for more bytes (or, refused, give up)
+            search.start = pos
+            return None
         if verdict:
             return pos
         pos += 1
