@@ -187,6 +187,39 @@ def test_long_streams_are_dissected_in_parallel_regions(
     assert redone <= 1
 
 
+def _reading_past_the_read_ahead(tail: bytes) -> Conversation:
+    """A connection whose client ends its stream with ``tail`` after its opening: more than
+    a region may read past its end (:data:`~amqp_codec.analyze.plan.READ_AHEAD_PARTS`
+    splits) at the split size of the tests below."""
+    conversation = Conversation().handshake()
+    client, server = opening()
+    conversation.send("client", client).send("server", server)
+    conversation.send("client", tail)
+    return conversation.fin("client").fin("server")
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        # A message in progress at the first region's end whose bodies run on further.
+        frames(*message_frames(1, "ex", "long", random.Random(8).randbytes(100_000))),
+        # Garbage from the first region on: its resync would not end before the stream's.
+        random.Random(9).randbytes(100_000),
+    ],
+    ids=["long-message", "garbage-tail"],
+)
+def test_a_region_that_runs_out_of_read_ahead_is_dissected_again(
+    tail: bytes, tmp_path: Path
+) -> None:
+    """The bytes a region may read past its end ran out before it was done: that is not the
+    stream's end (its message was not cut there, its resync did not give up there), so the
+    stream is dissected again in one pass rather than written as if it had ended."""
+    path = write_pcap(tmp_path / "c.pcap", _reading_past_the_read_ahead(tail))
+    split_bytes = 8000
+    assert len(tail) > (plan.READ_AHEAD_PARTS + 1) * split_bytes
+    assert _check([str(path)], tmp_path / "out", split_bytes) == 1
+
+
 def test_a_report_after_streams_were_dissected_again_is_that_of_its_tables(
     captures: list[str], tmp_path: Path, spark: Any
 ) -> None:

@@ -142,13 +142,16 @@ class StreamPlan:
     def region(self, plan: RegionPlan) -> Region:
         """The :class:`~.streams.Region` a task dissects for ``plan``."""
         if plan.index == 0:
-            return Region(0, 0, plan.end, negotiated=self.negotiated)
+            return Region(
+                0, 0, plan.end, reads_to_end=plan.reads_to_end, negotiated=self.negotiated
+            )
         return Region(
             plan.index,
             plan.start,
             plan.end,
             spec_named(self.spec),
             self.tuned_frame_max,
+            reads_to_end=plan.reads_to_end,
             negotiated=self.negotiated,
             in_force=self.tuned_at is not None and self.tuned_at < plan.start,
         )
