@@ -595,3 +595,33 @@ def test_a_later_region_gives_up_its_search_within_the_resync_budget(
     assert dissector.edge.sync is None and dissector.sync_search.refused
     assert len(tried) > 1  # candidates were tried before the budget ran out
     assert sum(tried) <= RESYNC_WORK_ALLOWANCE + RESYNC_WORK_PER_BYTE * len(garbage)
+
+
+@pytest.mark.parametrize("reads_to_end", [False, True])
+def test_a_later_region_whose_bytes_run_out_before_its_first_frame_is_vouched_for(
+    reads_to_end: bool,
+) -> None:
+    """A region before the last is given the bytes up to some way past its end. If they run
+    out while the frames after its candidate first frame are not all there, the stream goes
+    on: the region found no first frame (the driver's check sees whether that fits the
+    regions before), rather than taking the end of its bytes for the stream's and following
+    a message there to a truncated frame. At the stream's real end, the candidate holds."""
+    body = bytes(range(256)) * 40
+    framed = frames(
+        MethodFrame(1, Basic.Publish(exchange="ex", routing_key="k")),
+        ContentHeaderFrame(1, 60, len(body), v0_9_1.BasicProperties()),
+        ContentBodyFrame(1, body[:4000]),
+        ContentBodyFrame(1, body[4000:8000]),
+        ContentBodyFrame(1, body[8000:]),
+    )
+    given = framed[:6000]  # the second body frame is cut: the chain is not all there
+    region = Region(index=1, start=0, end=100, spec=v0_9_1.SPEC, reads_to_end=reads_to_end)
+    dissector = DirectionDissector(connection="c", direction="client", bodies=False, region=region)
+    pieces = [Piece(offset, 1.0, given[offset : offset + 500]) for offset in range(0, 6000, 500)]
+    rows = list(dissector.run(iter(pieces)))
+    if reads_to_end:
+        assert dissector.edge.sync == 0
+        assert [row[7] for table, row in rows if table == "frames"] == [None, None]
+    else:
+        assert dissector.edge.sync is None and not dissector.edge.follows
+        assert rows == []

@@ -638,10 +638,16 @@ class DirectionDissector:
             self._flush_batch()
             if self.mode == _DONE:
                 pass
-            elif not self.region.reads_to_end and self.mode in (_MAIN, _FOLLOW):
+            elif not self.region.reads_to_end:
                 # A region before the last ran out of the bytes it was given to read past its
-                # end: the stream goes on, so nothing may be taken as its end.
-                self.edge.overflow = True
+                # end: the stream goes on, so nothing may be taken as its end. A region still
+                # looking for its first frame has found none it can vouch for (the chain of
+                # frames after a candidate is not all there): it found none, and the check
+                # sees whether that fits the regions before.
+                if self.mode == _SYNC:
+                    self._clear_sync()
+                else:
+                    self.edge.overflow = True
                 self.mode = _DONE
             else:
                 if unknown is not None:
