@@ -14,6 +14,7 @@ from __future__ import annotations
 import collections
 import os
 import random
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -269,6 +270,34 @@ def test_segments_recorded_out_of_order_across_splits(tmp_path: Path) -> None:
         for ts, raw in data:
             writer.writepkt(raw, ts=ts)
     for split_bytes in (700, 900, 4000):
+        _check([str(path)], tmp_path / f"out{split_bytes}", split_bytes)
+
+
+def test_a_stream_whose_packets_are_not_recorded_in_time_order_keeps_its_times(
+    tmp_path: Path,
+) -> None:
+    """A capture's timestamps need not rise with its packets (a capture of several
+    interfaces, or a machine with several CPUs): the client's SYN is recorded after its
+    first data, the server's FIN before its last data. A stream's first and last times
+    (the connection's, its FIN's) are its earliest and latest, as in one pass, not those
+    of its first and last packets in the file."""
+    conversation = _busy(Conversation(), 11)
+    data = list(conversation.packets)
+    client_port = struct.pack(">H", conversation.client[1])
+
+    def sent_by(raw: bytes, port: bytes) -> bool:
+        return raw[34:36] == port  # Ethernet, IPv4 without options: the TCP source port
+
+    client = [i for i, (_, raw) in enumerate(data) if sent_by(raw, client_port)]
+    server = [i for i, (_, raw) in enumerate(data) if not sent_by(raw, client_port)]
+    for first, second in ((client[0], client[1]), (server[-2], server[-1])):
+        data[first], data[second] = data[second], data[first]
+    path = tmp_path / "t.pcap"
+    with open(path, "wb") as out:
+        writer = dpkt.pcap.Writer(out)
+        for ts, raw in data:
+            writer.writepkt(raw, ts=ts)
+    for split_bytes in (700, 1 << 30):
         _check([str(path)], tmp_path / f"out{split_bytes}", split_bytes)
 
 

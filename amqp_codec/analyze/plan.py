@@ -438,7 +438,7 @@ def _plan_parts(
     fin_offset = min(fins) if fins else None
     if fin_offset is not None and fin_offset < 0:
         fin_offset = None  # a FIN from before the SYN: an older connection on the same ports
-    fin_ts = next((p.fin_ts for _, _, p in parts if p.fin_ts is not None), None)
+    fin_ts = min((p.fin_ts for _, _, p in parts if p.fin_ts is not None), default=None)
     limit = fin_offset if fin_offset is not None else 1 << 62
 
     taken: list[Interval] = []

@@ -187,9 +187,11 @@ class StreamPart:
     first_seq: int
     """Sequence number of the part's first segment, as on the wire."""
     first_ts: float
+    """Timestamp of the part's earliest segment (not always its first: see scan_split)."""
     first_packet: int
     last_rel: int = 0
     last_ts: float = 0.0
+    """Timestamp of its latest segment."""
     segments: int = 0
     intervals: list[list[int]] = field(default_factory=list)
     """Payload intervals ``[start, end)`` in rel, merged."""
@@ -259,9 +261,14 @@ def scan_split(split: Split) -> SplitScan:
             rel = 0
         else:
             rel = unwrap(seg.seq, last_abs[key]) - part.first_seq
+            # A capture's timestamps need not rise with its packets (several interfaces or
+            # CPUs): a part's times are its earliest and latest, as one pass finds them.
+            if seg.ts < part.first_ts:
+                part.first_ts = seg.ts
         last_abs[key] = part.first_seq + rel
         part.last_rel = rel
-        part.last_ts = seg.ts
+        if seg.ts > part.last_ts:
+            part.last_ts = seg.ts
         part.segments += 1
         flags = seg.flags
         syn = 1 if flags & TH_SYN else 0
@@ -272,7 +279,7 @@ def scan_split(split: Split) -> SplitScan:
             end = rel + syn + len(seg.payload)
             if part.fin_rel is None or end < part.fin_rel:
                 part.fin_rel = end
-            if part.fin_ts is None:
+            if part.fin_ts is None or seg.ts < part.fin_ts:
                 part.fin_ts = seg.ts
         if flags & TH_RST:
             part.rst = True
