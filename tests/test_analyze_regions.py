@@ -301,6 +301,30 @@ def test_a_stream_whose_packets_are_not_recorded_in_time_order_keeps_its_times(
         _check([str(path)], tmp_path / f"out{split_bytes}", split_bytes)
 
 
+def test_a_capture_that_starts_mid_connection_reports_what_one_pass_does(
+    tmp_path: Path,
+) -> None:
+    """No SYN was captured: the bytes before the client's first are reported missing, at
+    the time of the segment that carries them (here recorded after one that carries later
+    bytes), and a server that sent nothing the capture saw but its FIN lost nothing."""
+    conversation = Conversation()  # no handshake
+    client, _server = opening()
+    client_close, _server_close = closing()
+    conversation.send("client", client[8:] + client_close, mss=100)
+    conversation.fin("client").fin("server")
+    data = list(conversation.packets)
+    data[0], data[1] = data[1], data[0]
+    path = tmp_path / "m.pcap"
+    with open(path, "wb") as out:
+        writer = dpkt.pcap.Writer(out)
+        for ts, raw in data:
+            writer.writepkt(raw, ts=ts)
+    problems = _reference([str(path)])["problems"]
+    assert len(problems) == 1 and "'gap'" in problems[0] and "'client'" in problems[0]
+    for split_bytes in (300, 1 << 30):
+        _check([str(path)], tmp_path / f"out{split_bytes}", split_bytes)
+
+
 def test_a_message_row_names_the_file_of_its_content_method(tmp_path: Path) -> None:
     """One connection recorded in two files, as a ring buffer rotates them: the message whose
     method is in the first and whose body ends in the second belongs to the first file (the

@@ -610,12 +610,15 @@ class DirectionDissector:
         for item in items:
             if isinstance(item, Gap):
                 if item.length is None:  # started mid-stream: earlier bytes are unknown
-                    unknown = item  # reported with the capture file of the first piece
+                    # Reported with the first piece, its time and capture file (those of the
+                    # bytes after the loss, as one pass dates it); a stream with no bytes
+                    # lost nothing anyone could see.
+                    unknown = item
                 else:
                     gap = item  # its extent is where the next piece starts
                 continue
             if unknown is not None:
-                self._gap(unknown.offset, None, unknown.ts, item.capture)
+                self._gap(unknown.offset, None, item.ts, item.capture)
                 unknown = None
             if item.offset > position:
                 self._flush_batch()
@@ -650,8 +653,6 @@ class DirectionDissector:
                     self.edge.overflow = True
                 self.mode = _DONE
             else:
-                if unknown is not None:
-                    self._gap(unknown.offset, None, unknown.ts, "")
                 if gap is not None and gap.length is not None:  # bytes lost at the end
                     capture = self.captures[-1] if self.captures else ""
                     self._gap(position, gap.length, gap.ts, capture)
