@@ -14,6 +14,7 @@ from __future__ import annotations
 import collections
 import os
 import random
+import resource
 import struct
 from pathlib import Path
 from typing import Any
@@ -219,6 +220,32 @@ def test_a_region_that_runs_out_of_read_ahead_is_dissected_again(
     split_bytes = 8000
     assert len(tail) > (plan.READ_AHEAD_PARTS + 1) * split_bytes
     assert _check([str(path)], tmp_path / "out", split_bytes) == 1
+
+
+def test_a_stream_dissected_again_across_many_splits_keeps_few_files_open(
+    tmp_path: Path,
+) -> None:
+    """A stream dissected again in one pass reads every split it crosses. Its readers are
+    let go as it moves on (a capture file held open twice by each): under a limit of 60
+    more open files than the test has, hundreds of splits are read, and the stream is not
+    silently cut where the process ran out of them."""
+    body = random.Random(10).randbytes(100_000)
+    path = write_pcap(
+        tmp_path / "c.pcap",
+        _reading_past_the_read_ahead(frames(*message_frames(1, "ex", "long", body))),
+    )
+    split_bytes = 300
+    assert len(body) > 300 * split_bytes
+    expected = _reference([str(path)])
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    used = len(os.listdir("/proc/self/fd"))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (used + 60, hard))
+    try:
+        written = write_tables([str(path)], str(tmp_path / "out"), split_bytes=split_bytes)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert written.redissected == 1
+    assert _written(tmp_path / "out") == expected
 
 
 def test_a_report_after_streams_were_dissected_again_is_that_of_its_tables(

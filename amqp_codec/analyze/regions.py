@@ -19,7 +19,7 @@ The same function runs the fallback: one stream as a single region, read split a
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from ..capture.packets import TH_SYN, PortPairs, RangeRead, Segment
@@ -224,6 +224,35 @@ def _clip(pieces: list[Piece], owned: Sequence[tuple[int, int]]) -> list[Piece]:
     return out
 
 
+#: Other splits' readers kept at once (each holds its capture file open twice, the file and
+#: its map): a stream dissected again in one pass reads every split it crosses, one after
+#: another, and a run's heads cut by a split's end may lie in as many splits. A reader
+#: asked for again after it was let go parses its split again from the start.
+OPEN_READERS = 16
+
+
+class _Readers:
+    """Lazy readers of splits (:class:`_LazySplit`), at most :data:`OPEN_READERS` kept: the
+    one asked for least recently goes first (its file is closed once no piece iterator
+    still reads it)."""
+
+    def __init__(
+        self, splits: dict[int, Split], windows: Callable[[int], dict[PartKey, PartWindow]]
+    ) -> None:
+        self.splits = splits
+        self.windows = windows
+        self.open: dict[int, _LazySplit] = {}  # in the order last asked for
+
+    def __getitem__(self, split: int) -> _LazySplit:
+        reader = self.open.pop(split, None)
+        if reader is None:
+            reader = _LazySplit(self.splits[split], self.windows(split))
+            if len(self.open) >= OPEN_READERS:
+                del self.open[next(iter(self.open))]
+        self.open[split] = reader
+        return reader
+
+
 class _Source:
     """The pieces of a task's parts: its home split's parsed once, whole (its TCP counts come
     from there); other splits' read lazily, packet by packet, only as far as a region needs."""
@@ -232,7 +261,10 @@ class _Source:
         self.task = task
         self.home_pieces: dict[PartKey, list[Piece]] = {}
         self.counts: dict[PartKey, PartCounts] = {}
-        self.lazy: dict[int, _LazySplit] = {}
+        windows: dict[int, dict[PartKey, PartWindow]] = {}
+        for (split, key), window in task.windows.items():
+            windows.setdefault(split, {})[key] = window
+        self.lazy = _Readers(task.splits, lambda split: windows.get(split, {}))
 
     def home(self) -> None:
         task = self.task
@@ -250,11 +282,7 @@ class _Source:
             while first < len(home) and home[first].offset + len(home[first].data) <= start:
                 first += 1
             return iter(home[first:] if first else home)
-        lazy = self.lazy.get(part.split)
-        if lazy is None:
-            windows = {key: w for (split, key), w in task.windows.items() if split == part.split}
-            lazy = self.lazy[part.split] = _LazySplit(task.splits[part.split], windows)
-        return lazy.pieces(part.key, start)
+        return self.lazy[part.split].pieces(part.key, start)
 
 
 class _LazySplit:
@@ -453,15 +481,12 @@ def complete_heads(plan: Plan, splits: Sequence[Split]) -> int:
         found = head_wanted(stream)
         if found is not None and not _shows_tuning(stream.direction, stream.head):
             wanted[stream.id] = found
-    lazy: dict[int, _LazySplit] = {}
-    for split in sorted({s.split for _, slices in wanted.values() for s in slices}):
-        windows = {
-            s.key: PartWindow(stream_id, s.offset0, plan.streams[stream_id].fin_offset, s.owned)
-            for stream_id, (_, slices) in wanted.items()
-            for s in slices
-            if s.split == split
-        }
-        lazy[split] = _LazySplit(splits[split], windows)
+    windows: dict[int, dict[PartKey, PartWindow]] = {}
+    for stream_id, (_, slices) in wanted.items():
+        for s in slices:
+            fin = plan.streams[stream_id].fin_offset
+            windows.setdefault(s.split, {})[s.key] = PartWindow(stream_id, s.offset0, fin, s.owned)
+    lazy = _Readers({i: splits[i] for i in windows}, windows.__getitem__)
     for stream_id, (_, slices) in wanted.items():
         stream = plan.streams[stream_id]
         stream.head = _read_head(stream.direction, stream.head or b"", slices, lazy)
@@ -473,9 +498,7 @@ def complete_heads(plan: Plan, splits: Sequence[Split]) -> int:
     return len(done)
 
 
-def _read_head(
-    direction: str, head: bytes, slices: list[Slice], lazy: dict[int, _LazySplit]
-) -> bytes:
+def _read_head(direction: str, head: bytes, slices: list[Slice], lazy: _Readers) -> bytes:
     """``head`` read on from ``slices`` as far as the side's handshake frame: a quiet side's
     next bytes may lie far into the next split, its tune-ok not."""
     out = bytearray(head)
