@@ -305,6 +305,22 @@ _NO_CODEC = (
 )
 
 
+_CAPTURE_CHANGED = (
+    "An error occurred while calling z:org.apache.spark.api.python.PythonRDD.collectAndServe.\n"
+    ": org.apache.spark.SparkException: Job aborted due to stage failure: Task 3 in stage 1.0 "
+    "failed 1 times, most recent failure: Lost task 3.0 in stage 1.0 (TID 12) (192.0.2.2 "
+    "executor driver): org.apache.spark.api.python.PythonException: Traceback (most recent "
+    "call last):\n"
+    '  File "/opt/py/lib/python3.11/site-packages/amqp_codec/analyze/regions.py", line 190, '
+    "in _read_again\n"
+    "amqp_codec.analyze.regions.CaptureChanged: capture /data/ring_00007.pcap changed while "
+    "it was analysed (FileNotFoundError: No such file or directory): analyse files that "
+    "nothing writes to, rotates or removes meanwhile (a copy of a ring buffer's)\n"
+    "\tat org.apache.spark.api.python.BasePythonRunner$ReaderIterator.handlePythonException("
+    "PythonRunner.scala:572)\n"
+)
+
+
 def test_what_spark_says_of_the_executors_python_becomes_one_line() -> None:
     no_python = user_problem(_JavaFailure(_NO_PYTHON))
     assert no_python is not None
@@ -312,6 +328,13 @@ def test_what_spark_says_of_the_executors_python_becomes_one_line() -> None:
     no_codec = user_problem(_JavaFailure(_NO_CODEC))
     assert no_codec is not None and "(/usr/bin/python3) cannot import amqp_codec" in no_codec
     assert "\n" not in no_python + no_codec
+    # A capture that changed between the passes, as a task raised it (see regions).
+    changed = user_problem(_JavaFailure(_CAPTURE_CHANGED))
+    assert changed == (
+        "capture /data/ring_00007.pcap changed while it was analysed (FileNotFoundError: No "
+        "such file or directory): analyse files that nothing writes to, rotates or removes "
+        "meanwhile (a copy of a ring buffer's)"
+    )
     # Anything else stays an internal error.
     assert user_problem(_JavaFailure("java.lang.OutOfMemoryError: Java heap space")) is None
 

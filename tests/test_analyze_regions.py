@@ -39,6 +39,7 @@ from amqp_codec.analyze import plan, streams
 from amqp_codec.analyze.heads import NO_FACTS
 from amqp_codec.analyze.job import write_tables
 from amqp_codec.analyze.parquet import TALLIED_AS_WRITTEN
+from amqp_codec.analyze.regions import CaptureChanged
 from amqp_codec.analyze.scan import PartKeys, StreamPart
 from amqp_codec.analyze.streams import analyze_connection, endpoints
 from amqp_codec.analyze.tables import TABLES
@@ -730,3 +731,31 @@ def test_head_facts_known_from_an_earlier_head_are_those_of_dissecting_it(
     known: dict[bytes, Any] = {}
     for head in heads:
         assert repr(head_facts(head, known)) == repr(_facts_by_steps(head))
+
+
+@pytest.mark.parametrize("change", ["removed", "truncated"])
+def test_a_capture_changed_between_the_passes_is_said_not_cut(
+    change: str, captures: list[str], tmp_path: Path
+) -> None:
+    """A capture file the scan read went away or shrank before its streams were dissected
+    (a ring buffer rotating its oldest file away, say): the run stops with an error naming
+    the file and what to do, rather than taking what is left for the end of its streams."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for path in capture_files(captures):
+        (folder / os.path.basename(path)).write_bytes(Path(path).read_bytes())
+    victim = folder / "a.pcap"
+
+    def mapper(label: str, function: Any, items: list[Any]) -> list[Any]:
+        if label == "dissecting":
+            if change == "removed":
+                victim.unlink()
+            else:
+                os.truncate(victim, victim.stat().st_size // 2)
+        return [function(item) for item in items]
+
+    with pytest.raises(CaptureChanged) as raised:
+        write_tables([str(folder)], str(tmp_path / "out"), split_bytes=4000, mapper=mapper)
+    said = str(raised.value)
+    assert said.startswith(f"capture {victim} changed while it was analysed (")
+    assert "\n" not in said

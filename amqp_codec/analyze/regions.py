@@ -19,6 +19,7 @@ The same function runs the fallback: one stream as a single region, read split a
 from __future__ import annotations
 
 import heapq
+import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -170,6 +171,38 @@ def port_pairs(keys: Iterable[PartKey]) -> PortPairs:
     return frozenset(pairs)
 
 
+class CaptureChanged(OSError):
+    """A capture file the first pass read could not be read the same way again: it went
+    away, shrank or became unreadable while it was analysed (a ring buffer's oldest file
+    rotated away, say). Raised, not taken as the end of the streams it holds."""
+
+
+def _read_again(split: Split, windows: dict[PartKey, PartWindow]) -> Iterator[Segment]:
+    """The segments of ``split`` between the ports of the parts ``windows`` names, as the
+    first pass read them (its capture problems were reported then: only those of reading
+    the file again are new, and raised)."""
+    layout = split.layout
+    if layout is not None:
+        try:
+            size = os.stat(split.path).st_size
+        except OSError as exc:
+            raise _changed(split.path, f"{type(exc).__name__}: {exc.strerror}") from None
+        if size < layout.size:
+            raise _changed(split.path, f"{size:,} bytes now, {layout.size:,} when first read")
+    for item in segments_of(split, RangeRead(), port_pairs(windows)):
+        if isinstance(item, Segment):
+            yield item
+        elif item.kind == "unreadable":
+            raise _changed(split.path, item.detail)
+
+
+def _changed(path: str, detail: str) -> CaptureChanged:
+    return CaptureChanged(
+        f"capture {path} changed while it was analysed ({detail}): analyse files that "
+        "nothing writes to, rotates or removes meanwhile (a copy of a ring buffer's)"
+    )
+
+
 def _read_parts(
     split: Split, windows: dict[PartKey, PartWindow]
 ) -> tuple[dict[PartKey, list[Piece]], dict[PartKey, PartCounts]]:
@@ -177,9 +210,7 @@ def _read_parts(
     placer = _Placer(windows)
     candidates: dict[PartKey, list[_Candidate]] = {}
     counts: dict[PartKey, PartCounts] = {}
-    for item in segments_of(split, RangeRead(), port_pairs(windows)):
-        if not isinstance(item, Segment):
-            continue
+    for item in _read_again(split, windows):
         placed = placer.place(item)
         if placed is None:
             continue
@@ -295,7 +326,7 @@ class _LazySplit:
     def __init__(self, split: Split, windows: dict[PartKey, PartWindow]) -> None:
         # Only a few streams of the split are followed here: the others' segments are
         # skipped as cheaply as the reader can.
-        self.packets = segments_of(split, RangeRead(), port_pairs(windows))
+        self.packets = _read_again(split, windows)
         self.windows = windows
         self.placer = _Placer(windows)
         # Per part: candidates in capture order, not yet passed.
@@ -304,8 +335,6 @@ class _LazySplit:
     def _parse_more(self, wanted: PartKey) -> bool:
         """Parse packets until one more candidate of ``wanted`` is known (False: none left)."""
         for item in self.packets:
-            if not isinstance(item, Segment):
-                continue
             placed = self.placer.place(item)
             if placed is None:
                 continue

@@ -2,9 +2,9 @@
 
 Spark reports them as a Java exception whose text carries the cause several levels down (a
 ``Py4JJavaError`` from py4j, its Java stack in the message). :func:`user_problem` finds the
-few causes that come from the user's setup, not from amqp-codec, and words them with what
-to do; anything else stays an internal error with its details in the log file. (A standalone
-master that cannot be reached is found before Spark starts: see
+few causes that come from the user's setup or files, not from amqp-codec, and words them
+with what to do; anything else stays an internal error with its details in the log file.
+(A standalone master that cannot be reached is found before Spark starts: see
 :func:`~amqp_codec.analyze.preflight.check_master_reachable`.)
 """
 
@@ -22,6 +22,9 @@ _NO_PYTHON = re.compile(r'Cannot run program "([^"]+)": error=\d+, ([^\n\r]+)')
 _NO_MODULE = re.compile(r"No module named '(amqp_codec|pyspark|pyarrow)[.']")
 #: Which Python said so: ``/usr/bin/python3: Error while finding module specification ...``.
 _WHICH_PYTHON = re.compile(r"(\S+): Error while finding module specification")
+#: A task found a capture file changed since the first pass read it (see
+#: :class:`~amqp_codec.analyze.regions.CaptureChanged`, whose text says what to do).
+_CAPTURE_CHANGED = re.compile(r"CaptureChanged: (capture [^\n\r]+)")
 
 
 def user_problem(error: BaseException) -> str | None:
@@ -31,6 +34,9 @@ def user_problem(error: BaseException) -> str | None:
         text = str(error)  # a Py4JJavaError asks the JVM for its stack trace
     except Exception:
         return None
+    changed = _CAPTURE_CHANGED.search(text)
+    if changed is not None:
+        return changed.group(1)
     if "PythonWorkerFactory" in text or "python worker" in text.lower():
         found = _NO_PYTHON.search(text)
         if found is not None:
