@@ -355,6 +355,25 @@ def test_a_capture_that_starts_mid_connection_reports_what_one_pass_does(
         _check([str(path)], tmp_path / f"out{split_bytes}", split_bytes)
 
 
+def test_a_stream_whose_first_frame_lies_past_its_first_region_keeps_its_version(
+    tmp_path: Path,
+) -> None:
+    """Captured from mid-connection, the client's first bytes are the rest of a frame, and
+    the first frame a resync finds lies past the first region's end: the version it
+    assumes there is the connection's, as in one pass (the row named none)."""
+    conversation = Conversation()  # no handshake, no protocol header
+    body = random.Random(12).randbytes(13_000)
+    framed = frames(*message_frames(1, "ex", "k", body, frame_max=131072))
+    tail = framed[3000:]  # inside its one body frame: 10 KB before the next frame
+    rest = frames(*message_frames(1, "ex", "k2", b"x" * 10), MethodFrame(1, Basic.Ack(1)))
+    conversation.send("client", tail + rest, mss=1000)
+    conversation.fin("client").fin("server")
+    path = write_pcap(tmp_path / "v.pcap", conversation)
+    expected = _reference([str(path)])
+    assert "'0-9-1', 'assumed'" in expected["connections"][0]
+    assert _check([str(path)], tmp_path / "out", 3000) == 0
+
+
 def test_a_message_row_names_the_file_of_its_content_method(tmp_path: Path) -> None:
     """One connection recorded in two files, as a ring buffer rotates them: the message whose
     method is in the first and whose body ends in the second belongs to the first file (the

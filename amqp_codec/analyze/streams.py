@@ -912,11 +912,23 @@ class DirectionDissector:
                     self._end_main(event.stop)
                     continue
             if self.mode == _FOLLOW:
-                self._follow_event(event)
+                if type(event) is SpecEvent:
+                    self._late_spec(event)
+                else:
+                    self._follow_event(event)
             elif self.mode == _MAIN:
                 self._main_event(event)
+            elif type(event) is SpecEvent:
+                self._late_spec(event)
         if self.mode == _FOLLOW:
             self._apply_resolved()
+
+    def _late_spec(self, event: SpecEvent) -> None:
+        """The version, learned from the first frame decoded, past the region's frames (a
+        resync that resumed beyond its end: the stream's start, mid-connection, was not
+        AMQP's): one pass learns it there too."""
+        self._main_event(event)
+        self.edge.spec = self.facts.spec
 
     def _main_event(self, event: Any) -> None:
         if isinstance(event, FrameEvent):
