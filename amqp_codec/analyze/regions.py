@@ -23,7 +23,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from ..capture.packets import TH_SYN, PortPairs, RangeRead, Segment
+from ..capture.packets import TH_SYN, CaptureProblem, PortPairs, RangeRead, Segment
 from ..capture.tcp import Gap, Piece, place
 from .heads import head_negotiation
 from .parquet import TableWriters
@@ -177,10 +177,14 @@ class CaptureChanged(OSError):
     rotated away, say). Raised, not taken as the end of the streams it holds."""
 
 
-def _read_again(split: Split, windows: dict[PartKey, PartWindow]) -> Iterator[Segment]:
-    """The segments of ``split`` between the ports of the parts ``windows`` names, as the
-    first pass read them (its capture problems were reported then: only those of reading
-    the file again are new, and raised)."""
+def _read_again(
+    split: Split, windows: dict[PartKey, PartWindow]
+) -> Iterator[Segment | CaptureProblem]:
+    """The records of ``split`` between the ports of the parts ``windows`` names, as the first
+    pass read them, once its file is checked to be no shorter than then. Its capture
+    problems were reported by that pass: give each to :func:`_read_failed`, which raises
+    for a new one. (The segments come straight from the reader: a generator in between
+    would cost a switch per packet.)"""
     layout = split.layout
     if layout is not None:
         try:
@@ -189,11 +193,13 @@ def _read_again(split: Split, windows: dict[PartKey, PartWindow]) -> Iterator[Se
             raise _changed(split.path, f"{type(exc).__name__}: {exc.strerror}") from None
         if size < layout.size:
             raise _changed(split.path, f"{size:,} bytes now, {layout.size:,} when first read")
-    for item in segments_of(split, RangeRead(), port_pairs(windows)):
-        if isinstance(item, Segment):
-            yield item
-        elif item.kind == "unreadable":
-            raise _changed(split.path, item.detail)
+    return segments_of(split, RangeRead(), port_pairs(windows))
+
+
+def _read_failed(split: Split, problem: CaptureProblem) -> None:
+    """Raise if reading ``split`` again failed where the first pass did not."""
+    if problem.kind == "unreadable":
+        raise _changed(split.path, problem.detail)
 
 
 def _changed(path: str, detail: str) -> CaptureChanged:
@@ -211,6 +217,9 @@ def _read_parts(
     candidates: dict[PartKey, list[_Candidate]] = {}
     counts: dict[PartKey, PartCounts] = {}
     for item in _read_again(split, windows):
+        if not isinstance(item, Segment):
+            _read_failed(split, item)
+            continue
         placed = placer.place(item)
         if placed is None:
             continue
@@ -326,6 +335,7 @@ class _LazySplit:
     def __init__(self, split: Split, windows: dict[PartKey, PartWindow]) -> None:
         # Only a few streams of the split are followed here: the others' segments are
         # skipped as cheaply as the reader can.
+        self.split = split
         self.packets = _read_again(split, windows)
         self.windows = windows
         self.placer = _Placer(windows)
@@ -335,6 +345,9 @@ class _LazySplit:
     def _parse_more(self, wanted: PartKey) -> bool:
         """Parse packets until one more candidate of ``wanted`` is known (False: none left)."""
         for item in self.packets:
+            if not isinstance(item, Segment):
+                _read_failed(self.split, item)
+                continue
             placed = self.placer.place(item)
             if placed is None:
                 continue
