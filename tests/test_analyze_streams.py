@@ -598,14 +598,15 @@ def test_a_later_region_gives_up_its_search_within_the_resync_budget(
 
 
 @pytest.mark.parametrize("reads_to_end", [False, True])
-def test_a_later_region_whose_bytes_run_out_before_its_first_frame_is_vouched_for(
+def test_a_later_region_whose_bytes_run_out_takes_none_of_it_for_the_streams_end(
     reads_to_end: bool,
 ) -> None:
     """A region before the last is given the bytes up to some way past its end. If they run
-    out while the frames after its candidate first frame are not all there, the stream goes
-    on: the region found no first frame (the driver's check sees whether that fits the
-    regions before), rather than taking the end of its bytes for the stream's and following
-    a message there to a truncated frame. At the stream's real end, the candidate holds."""
+    out while it is still checking the frames after its candidate first frame, it takes the
+    candidate (the driver's check sees whether it is where the region before ends), but not
+    the end of its bytes for the stream's: the message it was following there is left to a
+    pass over the whole stream (``overflow``), not cut by a truncated frame. At the stream's
+    real end, the cut frame is the stream's."""
     body = bytes(range(256)) * 40
     framed = frames(
         MethodFrame(1, Basic.Publish(exchange="ex", routing_key="k")),
@@ -619,9 +620,12 @@ def test_a_later_region_whose_bytes_run_out_before_its_first_frame_is_vouched_fo
     dissector = DirectionDissector(connection="c", direction="client", bodies=False, region=region)
     pieces = [Piece(offset, 1.0, given[offset : offset + 500]) for offset in range(0, 6000, 500)]
     rows = list(dissector.run(iter(pieces)))
+    assert dissector.edge.sync == 0
+    assert [row for table, row in rows if table == "problems"] == []  # past the region's end
+    second_body = len(framed) - len(body[4000:]) - 16  # two body frames of 8 bytes' framing
     if reads_to_end:
-        assert dissector.edge.sync == 0
-        assert [row[7] for table, row in rows if table == "frames"] == [None, None]
+        assert not dissector.edge.overflow
+        (follow,) = dissector.edge.follows
+        assert follow.end == second_body  # the message was cut there, with the stream
     else:
-        assert dissector.edge.sync is None and not dissector.edge.follows
-        assert rows == []
+        assert dissector.edge.overflow  # the frame after it goes on past the bytes it has

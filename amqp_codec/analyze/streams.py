@@ -643,13 +643,15 @@ class DirectionDissector:
                 pass
             elif not self.region.reads_to_end:
                 # A region before the last ran out of the bytes it was given to read past its
-                # end: the stream goes on, so nothing may be taken as its end. A region still
-                # looking for its first frame has found none it can vouch for (the chain of
-                # frames after a candidate is not all there): it found none, and the check
-                # sees whether that fits the regions before.
+                # end: the stream goes on, so nothing may be taken as its end. Still looking
+                # for its first frame, it takes the best candidate in what it has (the check
+                # sees whether it is where the region before ends); frames or messages it
+                # has not finished then are left to one pass over the stream.
                 if self.mode == _SYNC:
-                    self._clear_sync()
-                else:
+                    self._try_sync(final=True)
+                    if self.mode == _SYNC:
+                        self._clear_sync()
+                if self.mode in (_MAIN, _FOLLOW):
                     self.edge.overflow = True
                 self.mode = _DONE
             else:
