@@ -374,6 +374,21 @@ def test_a_stream_whose_first_frame_lies_past_its_first_region_keeps_its_version
     assert _check([str(path)], tmp_path / "out", 3000) == 0
 
 
+def test_bytes_lost_before_the_fin_reach_a_region_that_reads_to_the_end(tmp_path: Path) -> None:
+    """Garbage from an early region to the stream's end, whose last segment before the FIN
+    was not captured: the region whose resync runs to the end meets the lost bytes there, as
+    one pass does (its resync detail counted only the bytes captured)."""
+    conversation = Conversation().handshake()
+    client, server = opening()
+    conversation.send("client", client).send("server", server)
+    garbage = random.Random(13).randbytes(8000)
+    conversation.send("client", garbage, mss=500, lose=(15,))  # the last segment
+    conversation.fin("client").fin("server")
+    path = write_pcap(tmp_path / "l.pcap", conversation)
+    assert any("'resync'" in row for row in _reference([str(path)])["problems"])
+    _check([str(path)], tmp_path / "out", 2000)
+
+
 def test_a_message_row_names_the_file_of_its_content_method(tmp_path: Path) -> None:
     """One connection recorded in two files, as a ring buffer rotates them: the message whose
     method is in the first and whose body ends in the second belongs to the first file (the

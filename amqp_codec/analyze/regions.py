@@ -432,7 +432,9 @@ def _items(stream: StreamPlan, region: RegionPlan, source: _Source) -> Iterator[
             piece = Piece(start, piece.ts, piece.data[start - piece.offset :], piece.capture)
         yield piece
         position = max(position, piece.offset + len(piece.data))
-    if region.end is None and stream.fin_offset is not None and stream.fin_offset > position:
+    # Bytes lost before the FIN: a region that may read to the stream's end (a resync or a
+    # message running on past its own) meets them as one pass does.
+    if region.reads_to_end and stream.fin_offset is not None and stream.fin_offset > position:
         yield Gap(position, stream.fin_offset - position, stream.fin_ts or stream.last_ts)
 
 
