@@ -648,9 +648,7 @@ class DirectionDissector:
                 # sees whether it is where the region before ends); frames or messages it
                 # has not finished then are left to one pass over the stream.
                 if self.mode == _SYNC:
-                    self._try_sync(final=True)
-                    if self.mode == _SYNC:
-                        self._clear_sync()
+                    self._try_sync(final=True)  # none found: the bytes gathered are dropped
                 if self.mode in (_MAIN, _FOLLOW):
                     self.edge.overflow = True
                 self.mode = _DONE
@@ -913,15 +911,12 @@ class DirectionDissector:
                     self._forget()
                     self._end_main(event.stop)
                     continue
-            if self.mode == _FOLLOW:
-                if type(event) is SpecEvent:
-                    self._late_spec(event)
-                else:
-                    self._follow_event(event)
-            elif self.mode == _MAIN:
+            if self.mode == _MAIN:
                 self._main_event(event)
             elif type(event) is SpecEvent:
                 self._late_spec(event)
+            elif self.mode == _FOLLOW:
+                self._follow_event(event)
         if self.mode == _FOLLOW:
             self._apply_resolved()
 
