@@ -23,7 +23,7 @@ from typing import Any
 
 import dpkt
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from spark_support import (
     PROTOCOL_HEADER,
@@ -712,10 +712,22 @@ def _one_part(draw: st.DrawFn) -> StreamPart:
     return part
 
 
+def _fin_at_the_start() -> StreamPart:
+    """A part whose FIN is at stream offset 0, after a segment that starts before the SYN's
+    sequence number and ends after it: nothing of it lies in the stream."""
+    part = StreamPart(1000, 1.0, 7, last_rel=10, last_ts=2.0)
+    part.intervals = [[0, 10]]
+    part.syn_rel, part.fin_rel, part.fin_ts = 5, 6, 1.5
+    part.head_facts = NO_FACTS
+    return part
+
+
 @given(part=_one_part(), split=st.integers(0, 3))
+@example(part=_fin_at_the_start(), split=0)
 def test_a_stream_in_one_split_is_planned_as_in_general(part: StreamPart, split: int) -> None:
     """The plan's way for a stream whose bytes one split holds (most streams of short
-    connections) gives what its general way gives for one part."""
+    connections) gives what its general way gives for one part (the example: once an
+    empty interval that one way kept and the other did not)."""
     key = ((("10.0.0.1", 40000), ("10.0.0.2", 5672)), 1, True)
     args = ("client", [(split, key, part)], ["a.pcap", "b.pcap"], [0, 1, 1, 0])
     assert repr(plan._plan_one_part(args[0], args[1][0], args[2], args[3])) == repr(

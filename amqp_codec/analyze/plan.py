@@ -447,11 +447,7 @@ def _plan_parts(
     homes: list[tuple[int, int, int]] = []  # (start, end, split) of each region
     for first, (split, key, part) in zip(absolute, parts, strict=True):
         offset0 = first - base
-        covered = [
-            (max(offset0 + lo, 0), min(offset0 + hi, limit))
-            for lo, hi in part.intervals
-            if offset0 + hi > 0 and offset0 + lo < limit
-        ]
+        covered = _placed(part, offset0, limit)
         owned = _subtract(covered, taken)
         taken = _union(taken, owned)
         slices.append(Slice(split, key, offset0, tuple(owned)))
@@ -496,6 +492,16 @@ def _plan_parts(
     return stream, head, first_bytes, facts, regions
 
 
+def _placed(part: StreamPart, offset0: int, limit: int) -> list[Interval]:
+    """``part``'s payload intervals placed in the stream at ``offset0``, cut to what lies
+    between its start and ``limit`` (its FIN); none empty (a FIN at offset 0 leaves none)."""
+    return [
+        (max(offset0 + lo, 0), min(offset0 + hi, limit))
+        for lo, hi in part.intervals
+        if offset0 + hi > 0 and offset0 + lo < limit and limit > 0
+    ]
+
+
 def _plan_one_part(
     direction: str,
     only: tuple[int, PartKey, StreamPart],
@@ -517,11 +523,7 @@ def _plan_one_part(
         fin_offset = None  # a FIN from before the SYN: an older connection on the same ports
     limit = fin_offset if fin_offset is not None else 1 << 62
     offset0 = part.first_seq - base
-    owned = tuple(
-        (max(offset0 + lo, 0), min(offset0 + hi, limit))
-        for lo, hi in part.intervals
-        if offset0 + hi > 0 and offset0 + lo < limit
-    )
+    owned = tuple(_placed(part, offset0, limit))
     piece = Slice(split, key, offset0, owned)
     syn = part.syn_rel is not None
     head = part.head if syn else None
