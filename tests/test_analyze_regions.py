@@ -784,8 +784,8 @@ def test_head_facts_known_from_an_earlier_head_are_those_of_dissecting_it(
 def _random_capture(rng: random.Random, folder: Path) -> None:
     """One to three connections with what real traffic and captures bring: messages of many
     sizes interleaved on channels and cut by methods, heartbeats, frames damaged, cut or
-    followed by garbage, segments lost, recorded twice, swapped or from mid-connection on,
-    in one to three files, pcap or pcapng."""
+    followed by garbage, segments lost, recorded twice (some resent with other bytes),
+    swapped or from mid-connection on, in one to three files, pcap or pcapng."""
     packets: list[tuple[float, bytes]] = []
     for number in range(rng.randint(1, 3)):
         conversation = Conversation(
@@ -837,6 +837,8 @@ def _random_capture(rng: random.Random, folder: Path) -> None:
         if rng.random() < 0.2:
             for i in rng.sample(range(len(recorded)), min(4, len(recorded))):
                 ts, raw = recorded[i]
+                if len(raw) > 54 and rng.random() < 0.3:  # resent with other bytes
+                    raw = raw[:-1] + bytes([raw[-1] ^ 0xFF])
                 recorded.append((ts + rng.choice([0.0005, 0.05]), raw))
         if rng.random() < 0.2:
             for i in rng.sample(range(len(recorded) - 1), min(4, len(recorded) - 1)):
@@ -852,6 +854,96 @@ def _random_capture(rng: random.Random, folder: Path) -> None:
             writer = dpkt.pcapng.Writer(out) if pcapng else dpkt.pcap.Writer(out)
             for ts, raw in packets[bounds[n] : bounds[n + 1]]:
                 writer.writepkt(raw, ts=ts)
+
+
+def _resent_late(folder: Path, syn_again: bool = False) -> list[str]:
+    """A connection whose client resends a segment of its first message with other bytes
+    after a second message of 9 KB; both sides then fall silent past twice their heartbeat
+    and close. ``syn_again``: the client's SYN recorded again just before the resend."""
+    conversation = Conversation(client=("10.1.0.7", 40007)).handshake()
+    client, server = opening((1, 2))
+    conversation.send("client", client).send("server", server)
+    sent = []
+    for channel in (1, 2):
+        message = message_frames(channel, "ex", "k", random.Random(channel).randbytes(9000))
+        conversation.send("client", frames(*message), mss=536)
+        sent.append(conversation.packets[-3][1])
+    conversation.ts += 300
+    conversation.fin("client").fin("server")
+    data, fins = conversation.packets[:-2], conversation.packets[-2:]
+    raw = sent[0]
+    resent = (fins[0][0] - 0.5, raw[:-1] + bytes([raw[-1] ^ 0xFF]))  # other bytes
+    again = [(resent[0] - 0.1, conversation.packets[0][1])] if syn_again else []
+    files = [[*data, *again, resent, *fins]]
+    folder.mkdir()
+    for n, packets in enumerate(files):
+        with open(folder / f"c{n}.pcap", "wb") as out:
+            writer = dpkt.pcap.Writer(out)
+            for when, packet in packets:
+                writer.writepkt(packet, ts=when)
+    return [str(folder)]
+
+
+@pytest.mark.parametrize("split_bytes", [1500, 9000])
+def test_bytes_resent_in_a_later_split_are_compared_with_the_first_copy(
+    split_bytes: int, tmp_path: Path
+) -> None:
+    """A segment resent with other bytes in a later split than the first copy is counted,
+    as one pass counts it ("conflicting-overlap"): each split's task compares its segments
+    with the first copies that earlier splits hold, read from them."""
+    captures = _resent_late(tmp_path / "in")
+    expected = _reference(captures)
+    assert sum("conflicting-overlap" in row for row in expected["problems"]) == 1
+    _check(captures, tmp_path / "out", split_bytes)
+
+
+@pytest.mark.parametrize("split_bytes", [1500, 1 << 30])
+def test_bytes_resent_after_the_syn_recorded_again_are_compared_with_the_first_copy(
+    split_bytes: int, tmp_path: Path
+) -> None:
+    """The client's SYN recorded again mid-stream gives its later segments another key in
+    the split (a part of their own, as a new connection on the same ports would): a resend
+    of other bytes among them is still compared with the first copy, which the part before
+    it holds."""
+    captures = _resent_late(tmp_path / "in", syn_again=True)
+    expected = _reference(captures)
+    assert sum("conflicting-overlap" in row for row in expected["problems"]) == 1
+    _check(captures, tmp_path / "out", split_bytes)
+
+
+def test_a_task_reads_the_first_copies_of_few_splits_and_says_what_it_left(
+    tmp_path: Path,
+) -> None:
+    """A resend of bytes first carried across more splits than a task reads for first
+    copies (FIRST_COPY_SPLITS, the latest ones): the bytes whose first copies lie further
+    back are not compared, and a ``tcp`` row says so; the rest is compared as one pass
+    does, and in splits that hold it all, the tables are those of one pass."""
+    conversation = Conversation(client=("10.1.0.8", 40008)).handshake()
+    client, server = opening()
+    conversation.send("client", client).send("server", server)
+    start = conversation.seq["client"]
+    body = random.Random(8).randbytes(30_000)
+    conversation.send("client", frames(*message_frames(1, "ex", "k", body)), mss=1400)
+    resent = bytearray(conversation.sent["client"][len(client) : len(client) + 16_000])
+    resent[-1] ^= 0xFF  # in bytes first carried by one of the latest splits
+    conversation._emit("client", dpkt.tcp.TH_ACK, bytes(resent), start)
+    conversation.fin("client").fin("server")
+    captures = [str(write_pcap(tmp_path / "c.pcap", conversation))]
+    expected = _reference(captures)
+    assert sum("conflicting-overlap" in row for row in expected["problems"]) == 1
+    _check(captures, tmp_path / "whole", 1 << 30)
+
+    write_tables(captures, str(tmp_path / "out"), split_bytes=1500)
+    got = _written(tmp_path / "out")
+    left = [row for row in got["problems"] if "resend-not-compared" in row]
+    assert len(left) == 1 and "1 segments resent bytes" in left[0]
+    assert sorted(set(got["problems"]) - set(left)) == expected["problems"]
+    for name in ("frames", "messages"):
+        assert got[name] == expected[name]
+    # The connection's problems counted once more: the row above.
+    assert [row.rsplit(",", 1)[0] for row in got["connections"]] == [
+        row.rsplit(",", 1)[0] for row in expected["connections"]
+    ]
 
 
 @settings(max_examples=20, derandomize=True)

@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from pyspark import RDD, SparkContext
     from pyspark.sql import SparkSession
 
-    from .plan import Connection, Plan, StreamPlan
+    from .plan import Connection, Plan, Slice, StreamPlan
     from .regions import PartWindow, Task, TaskResult
     from .scan import PartKey, Split, SplitScan
     from .tally import Tally
@@ -827,6 +827,7 @@ def _windows(plan: Plan) -> dict[tuple[int, PartKey], PartWindow]:
 
 def _tasks(plan: Plan, splits: list[Split], out: str, bodies: bool) -> list[Task]:
     """One second-pass task per split that holds parts of an analysed stream."""
+    from amqp_codec.analyze.plan import nearest_copies
     from amqp_codec.analyze.regions import Task
 
     windows = _windows(plan)
@@ -837,6 +838,11 @@ def _tasks(plan: Plan, splits: list[Split], out: str, bodies: bool) -> list[Task
     by_split: dict[int, dict[Any, Any]] = {}
     for (index, key), window in windows.items():
         by_split.setdefault(index, {})[key] = window
+    first_copies: dict[int, dict[PartKey, tuple[Slice, ...]]] = {}
+    for stream in plan.streams:
+        for index, owners in (stream.first_copies or {}).items():
+            part = stream.slices[index]
+            first_copies.setdefault(part.split, {})[part.key] = owners
     # A connection whose streams are one region each, all read from one split, is checked
     # and written by that split's task (see regions.finish_connections), not here.
     finishing: dict[int, list[Connection]] = {}
@@ -860,6 +866,10 @@ def _tasks(plan: Plan, splits: list[Split], out: str, bodies: bool) -> list[Task
             for part in region.slices
             if part.split != split.index
         }
+        copies, unread = nearest_copies(first_copies.get(split.index, {}))
+        for owners in copies.values():  # read for comparing the bytes its parts carried again
+            for part in owners:
+                others[(part.split, part.key)] = windows[(part.split, part.key)]
         needed = {part_split for part_split, _ in others} | {split.index}
         tasks.append(
             Task(
@@ -871,6 +881,8 @@ def _tasks(plan: Plan, splits: list[Split], out: str, bodies: bool) -> list[Task
                 windows=others,
                 out=out,
                 bodies=bodies,
+                first_copies=copies,
+                unread_copies=unread,
                 connections=finishing.get(split.index, []),
             )
         )

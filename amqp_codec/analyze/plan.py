@@ -50,6 +50,7 @@ from .streams import (
     looks_like_amqp,
     silence_rows,
     tcp_anomaly_rows,
+    tcp_problem_row,
 )
 
 __all__ = [
@@ -68,6 +69,13 @@ __all__ = [
 
 #: Parts after a region's end that it may read to finish what it started.
 READ_AHEAD_PARTS = 8
+
+#: Other splits a task reads for the first copies of bytes its parts carried again: the
+#: latest ones. A TCP sender resends what it sent a moment before; bytes first carried in
+#: splits before those (hundreds of MB back) come from a capture holding the same traffic
+#: twice, or one made up to cost every task a read of every split before it: their resends
+#: are counted as not compared (a ``tcp`` problem), and no task reads more than this many.
+FIRST_COPY_SPLITS = 8
 
 Interval = tuple[int, int]
 
@@ -137,6 +145,10 @@ class StreamPlan:
     regions: list[RegionPlan] = field(default_factory=list)
     slices: list[Slice] = field(default_factory=list)
     """Every part of the stream, in split order."""
+    first_copies: dict[int, tuple[Slice, ...]] | None = None
+    """Index in :attr:`slices` -> the parts before it that own bytes it carried again, each
+    cut to those bytes (the first copies its task compares the resends with, as one pass
+    compares every resend); None when no part did (the usual stream)."""
     last_capture: str | None = None
 
     def region(self, plan: RegionPlan) -> Region:
@@ -210,6 +222,36 @@ def _union(a: list[Interval], b: Iterable[Interval]) -> list[Interval]:
         else:
             out.append((lo, hi))
     return out
+
+
+def _intersection(a: Sequence[Interval], b: Sequence[Interval]) -> list[Interval]:
+    """What the sorted, disjoint intervals ``a`` and ``b`` both cover."""
+    out: list[Interval] = []
+    i = j = 0
+    while i < len(a) and j < len(b):
+        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if lo < hi:
+            out.append((lo, hi))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return out
+
+
+def _first_copies(again: list[Interval], earlier: Sequence[Slice]) -> tuple[Slice, ...]:
+    """The parts of ``earlier`` (those before, in capture order) that own the bytes
+    ``again`` covers, each cut to those bytes. A resend follows its first copy closely: the
+    latest parts are looked at first, and the search stops once every byte is found."""
+    out: list[Slice] = []
+    for part in reversed(earlier):
+        common = _intersection(part.owned, again)
+        if common:
+            out.append(Slice(part.split, part.key, part.offset0, tuple(common)))
+            again = _subtract(again, common)
+            if not again:
+                break
+    return tuple(out)
 
 
 def _server_side(
@@ -345,6 +387,39 @@ def _plan_connection(
             plan.part_streams[(s.split, s.key)] = stream.id
 
 
+def _not_compared_row(name: str, stream: StreamPlan, count: int) -> Row:
+    return tcp_problem_row(
+        name,
+        stream.direction,
+        stream.last_capture,
+        stream.last_ts,
+        "resend-not-compared",
+        f"{count} segments resent bytes whose first copies lie in more splits of the capture "
+        f"than a task reads ({FIRST_COPY_SPLITS}): not compared with them (the same traffic "
+        "recorded twice?)",
+    )
+
+
+def nearest_copies(
+    copies: dict[PartKey, tuple[Slice, ...]],
+) -> tuple[dict[PartKey, tuple[Slice, ...]], dict[PartKey, tuple[Interval, ...]]]:
+    """Of the first copies a task's parts need (part -> the parts holding them), those in
+    the :data:`FIRST_COPY_SPLITS` latest splits among them, and per part the bytes whose
+    first copies lie further back (left unread)."""
+    splits = sorted({part.split for owners in copies.values() for part in owners}, reverse=True)
+    if len(splits) <= FIRST_COPY_SPLITS:
+        return copies, {}
+    read = set(splits[:FIRST_COPY_SPLITS])
+    near: dict[PartKey, tuple[Slice, ...]] = {}
+    far: dict[PartKey, tuple[Interval, ...]] = {}
+    for key, owners in copies.items():
+        near[key] = tuple(part for part in owners if part.split in read)
+        unread = sorted(span for part in owners if part.split not in read for span in part.owned)
+        if unread:
+            far[key] = tuple(unread)
+    return near, far
+
+
 def head_wanted(stream: StreamPlan) -> tuple[int, list[Slice]] | None:
     """Where the rest of a cut head lies: the offset it stops at, and the later parts that
     own bytes before :data:`HEAD_BYTES`; None if nothing is missing or nothing more exists."""
@@ -444,12 +519,15 @@ def _plan_parts(
     taken: list[Interval] = []
     high = 0
     slices: list[Slice] = []
+    first_copies: dict[int, tuple[Slice, ...]] = {}
     homes: list[tuple[int, int, int]] = []  # (start, end, split) of each region
     for first, (split, key, part) in zip(absolute, parts, strict=True):
         offset0 = first - base
         covered = _placed(part, offset0, limit)
         owned = _subtract(covered, taken)
         taken = _union(taken, owned)
+        if owned != covered:  # bytes carried again after earlier parts (see first_copies)
+            first_copies[len(slices)] = _first_copies(_subtract(covered, owned), slices)
         slices.append(Slice(split, key, offset0, tuple(owned)))
         top = max((hi for _, hi in owned), default=high)
         if top > high:
@@ -487,6 +565,7 @@ def _plan_parts(
         fin=any(p.fin_rel is not None for _, _, p in parts),
         rst=any(p.rst for _, _, p in parts),
         slices=slices,
+        first_copies=first_copies or None,
         last_capture=paths[split_files[parts[-1][0]]],
     )
     return stream, head, first_bytes, facts, regions
@@ -686,7 +765,7 @@ def connection_rows(
 ) -> list[Row]:
     """The ``connections`` row of a checked connection and the problems of its ends: TCP
     anomalies, heartbeats missed at its end. ``facts``: stream id -> region index -> facts;
-    ``tcp``: stream id -> [conflicting, out of window]; ``extra_problems``: stream id -> the
+    ``tcp``: stream id -> [conflicting, out of window, not compared]; ``extra_problems``: stream id -> the
     problem rows its check added; ``rules``: stream id -> its peer rules at the end."""
     out: list[Row] = []
     merged: dict[str, _Facts] = {}
@@ -705,7 +784,7 @@ def connection_rows(
         total.methods = merged_methods(parts)
         total.protocol = spec_named(total.spec)
         total.problems += extra_problems.get(stream.id, 0)
-        conflicting, out_of_window = tcp.get(stream.id, [0, 0])
+        conflicting, out_of_window, not_compared = tcp.get(stream.id, [0, 0, 0])
         for row in tcp_anomaly_rows(
             connection.name,
             direction,
@@ -716,6 +795,9 @@ def connection_rows(
         ):
             total.problems += 1
             out.append(row)
+        if not_compared:
+            total.problems += 1
+            out.append(_not_compared_row(connection.name, stream, not_compared))
         merged[direction] = total
         ends[direction] = StreamEnds(stream.first_ts, stream.last_ts, stream.fin, stream.rst)
     for direction, row in silence_rows(

@@ -85,6 +85,12 @@ class Task:
     """The parts of other splits its regions may read."""
     out: str
     bodies: bool
+    first_copies: dict[PartKey, tuple[Slice, ...]] = field(default_factory=dict)
+    """Per part of the home split that carried bytes again after parts before it: those
+    parts, holding the first copies (see :attr:`~.plan.StreamPlan.first_copies`)."""
+    unread_copies: dict[PartKey, tuple[tuple[int, int], ...]] = field(default_factory=dict)
+    """Per part: the bytes it carried again whose first copies lie in splits too far back to
+    be read (see :data:`~.plan.FIRST_COPY_SPLITS`)."""
     connections: list[Connection] = field(default_factory=list)
     """Connections whose streams are one region each, all read from the home split: the task
     checks and writes them whole (:func:`finish_connections`)."""
@@ -95,6 +101,9 @@ class PartCounts:
     stream: int
     conflicting: int = 0
     out_of_window: int = 0
+    not_compared: int = 0
+    """Segments that carried again bytes first carried too far back to be read (see
+    :data:`~.plan.FIRST_COPY_SPLITS`)."""
 
 
 @dataclass(slots=True)
@@ -210,9 +219,17 @@ def _changed(path: str, detail: str) -> CaptureChanged:
 
 
 def _read_parts(
-    split: Split, windows: dict[PartKey, PartWindow]
+    split: Split,
+    windows: dict[PartKey, PartWindow],
+    first_copies: Callable[[PartKey], list[_Candidate]],
+    unread: dict[PartKey, tuple[tuple[int, int], ...]],
 ) -> tuple[dict[PartKey, list[Piece]], dict[PartKey, PartCounts]]:
-    """The owned pieces of the parts of ``split`` named in ``windows``, and their counts."""
+    """The owned pieces of the parts of ``split`` named in ``windows``, and their counts.
+
+    A part's segments that carried bytes again are compared with every earlier copy, as one
+    pass does: the part's own here, those of the parts before it (in earlier splits, or of
+    the stream under another key in this one) given by ``first_copies``; those that carried
+    bytes ``unread`` names are counted as not compared."""
     placer = _Placer(windows)
     candidates: dict[PartKey, list[_Candidate]] = {}
     counts: dict[PartKey, PartCounts] = {}
@@ -233,6 +250,14 @@ def _read_parts(
             candidates[key].append(candidate)
     pieces: dict[PartKey, list[Piece]] = {}
     for key, found in candidates.items():
+        earlier = first_copies(key)
+        if earlier:
+            found = earlier + found
+        far = unread.get(key)
+        if far:
+            counts[key].not_compared = sum(
+                any(start < hi and lo < end for lo, hi in far) for start, end, *_ in found
+            )
         placed_pieces, _retransmitted, conflicting = place(found)
         counts[key].conflicting = conflicting
         pieces[key] = _clip(placed_pieces, windows[key].owned)
@@ -309,7 +334,27 @@ class _Source:
     def home(self) -> None:
         task = self.task
         if task.split is not None:
-            self.home_pieces, self.counts = _read_parts(task.split, task.parts)
+            self.home_pieces, self.counts = _read_parts(
+                task.split, task.parts, self.first_copies, task.unread_copies
+            )
+
+    def first_copies(self, key: PartKey) -> list[_Candidate]:
+        """The first copies, held by the parts before it, of the bytes that the home split's
+        part ``key`` carried again, as candidates for placing (see :func:`_read_parts`)."""
+        out: list[_Candidate] = []
+        for part in self.task.first_copies.get(key, ()):
+            reader = self.lazy[part.split]
+            for lo, hi in part.owned:
+                for piece in reader.pieces(part.key, lo):
+                    start = max(lo, piece.offset)
+                    end = min(hi, piece.offset + len(piece.data))
+                    if start >= hi:
+                        break
+                    data = piece.data[start - piece.offset : end - piece.offset]
+                    out.append((start, end, piece.ts, data, piece.capture))
+                    if end >= hi:
+                        break
+        return out
 
     def pieces(self, part: Slice, start: int) -> Iterator[Piece]:
         """``part``'s owned pieces that end after ``start``, in stream order."""
@@ -468,12 +513,14 @@ def run_task(task: Task) -> TaskResult:
 
 
 def tcp_counts(parts: Iterable[PartCounts]) -> dict[int, list[int]]:
-    """Stream id -> [conflicting, out of window] over ``parts`` (of any tasks)."""
+    """Stream id -> [conflicting, out of window, not compared] over ``parts`` (of any
+    tasks)."""
     tcp: dict[int, list[int]] = {}
     for part in parts:
-        counter = tcp.setdefault(part.stream, [0, 0])
+        counter = tcp.setdefault(part.stream, [0, 0, 0])
         counter[0] += part.conflicting
         counter[1] += part.out_of_window
+        counter[2] += part.not_compared
     return tcp
 
 

@@ -1543,6 +1543,14 @@ def unknown_protocol_row(
     )
 
 
+def tcp_problem_row(
+    name: str, direction: str, capture: str | None, ts: float | None, error: str, detail: str
+) -> Row:
+    """A ``problems`` row of kind ``tcp`` about one direction of a connection."""
+    fields = (capture, None, name, direction, ts, None, "tcp", error, None, None, None, None)
+    return ("problems", (*fields, detail))
+
+
 def tcp_anomaly_rows(
     name: str,
     direction: str,
@@ -1556,8 +1564,7 @@ def tcp_anomaly_rows(
     rows: list[Row] = []
 
     def row(error: str, detail: str) -> Row:
-        fields = (capture, None, name, direction, ts, None, "tcp", error, None, None, None, None)
-        return ("problems", (*fields, detail))
+        return tcp_problem_row(name, direction, capture, ts, error, detail)
 
     if conflicting:
         rows.append(
