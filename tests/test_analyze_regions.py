@@ -856,10 +856,11 @@ def _random_capture(rng: random.Random, folder: Path) -> None:
                 writer.writepkt(raw, ts=ts)
 
 
-def _resent_late(folder: Path, syn_again: bool = False) -> list[str]:
+def _resent_late(folder: Path, rotated: bool, syn_again: bool = False) -> list[str]:
     """A connection whose client resends a segment of its first message with other bytes
     after a second message of 9 KB; both sides then fall silent past twice their heartbeat
-    and close. ``syn_again``: the client's SYN recorded again just before the resend."""
+    and close. ``rotated``: the resend and the FINs alone in a second file; ``syn_again``:
+    the client's SYN recorded again just before the resend."""
     conversation = Conversation(client=("10.1.0.7", 40007)).handshake()
     client, server = opening((1, 2))
     conversation.send("client", client).send("server", server)
@@ -871,10 +872,10 @@ def _resent_late(folder: Path, syn_again: bool = False) -> list[str]:
     conversation.ts += 300
     conversation.fin("client").fin("server")
     data, fins = conversation.packets[:-2], conversation.packets[-2:]
-    raw = sent[0]
+    raw = sent[0] if not rotated else sent[1]
     resent = (fins[0][0] - 0.5, raw[:-1] + bytes([raw[-1] ^ 0xFF]))  # other bytes
     again = [(resent[0] - 0.1, conversation.packets[0][1])] if syn_again else []
-    files = [[*data, *again, resent, *fins]]
+    files = [data, [resent, *fins]] if rotated else [[*data, *again, resent, *fins]]
     folder.mkdir()
     for n, packets in enumerate(files):
         with open(folder / f"c{n}.pcap", "wb") as out:
@@ -891,7 +892,7 @@ def test_bytes_resent_in_a_later_split_are_compared_with_the_first_copy(
     """A segment resent with other bytes in a later split than the first copy is counted,
     as one pass counts it ("conflicting-overlap"): each split's task compares its segments
     with the first copies that earlier splits hold, read from them."""
-    captures = _resent_late(tmp_path / "in")
+    captures = _resent_late(tmp_path / "in", rotated=False)
     expected = _reference(captures)
     assert sum("conflicting-overlap" in row for row in expected["problems"]) == 1
     _check(captures, tmp_path / "out", split_bytes)
@@ -905,7 +906,7 @@ def test_bytes_resent_after_the_syn_recorded_again_are_compared_with_the_first_c
     the split (a part of their own, as a new connection on the same ports would): a resend
     of other bytes among them is still compared with the first copy, which the part before
     it holds."""
-    captures = _resent_late(tmp_path / "in", syn_again=True)
+    captures = _resent_late(tmp_path / "in", rotated=False, syn_again=True)
     expected = _reference(captures)
     assert sum("conflicting-overlap" in row for row in expected["problems"]) == 1
     _check(captures, tmp_path / "out", split_bytes)
@@ -944,6 +945,20 @@ def test_a_task_reads_the_first_copies_of_few_splits_and_says_what_it_left(
     assert [row.rsplit(",", 1)[0] for row in got["connections"]] == [
         row.rsplit(",", 1)[0] for row in expected["connections"]
     ]
+
+
+@pytest.mark.parametrize("split_bytes", [1500, 1 << 30])
+def test_a_stream_ending_in_a_later_file_names_where_its_bytes_end(
+    split_bytes: int, tmp_path: Path
+) -> None:
+    """A rotated capture whose second file holds only a stream's last packets (a resend of
+    other bytes, the FINs long after the last frames): its ``tcp`` and silence rows name
+    the file of its last byte kept, as one pass does, not the file of its last packet."""
+    captures = _resent_late(tmp_path / "in", rotated=True)
+    expected = _reference(captures)
+    named = [row for row in expected["problems"] if "overlap" in row or "nothing for" in row]
+    assert len(named) == 3 and all(str(tmp_path / "in" / "c0.pcap") in row for row in named)
+    _check(captures, tmp_path / "out", split_bytes)
 
 
 @settings(max_examples=20, derandomize=True)

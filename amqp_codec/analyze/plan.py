@@ -150,6 +150,8 @@ class StreamPlan:
     cut to those bytes (the first copies its task compares the resends with, as one pass
     compares every resend); None when no part did (the usual stream)."""
     last_capture: str | None = None
+    """The capture file of the stream's last byte kept (where its last frame ends), else the
+    connection's first: its ``tcp`` and end-of-connection silence rows name it."""
 
     def region(self, plan: RegionPlan) -> Region:
         """The :class:`~.streams.Region` a task dissects for ``plan``."""
@@ -371,6 +373,8 @@ def _plan_connection(
         for direction, head in heads.items()
     )
     for direction, (stream, _head, _first, _found) in streams.items():
+        if stream.last_capture is None:  # no byte kept: named as one pass names it
+            stream.last_capture = first_capture
         stream.id = len(plan.streams)
         stream.connection = connection.id
         stream.name = name
@@ -566,7 +570,7 @@ def _plan_parts(
         rst=any(p.rst for _, _, p in parts),
         slices=slices,
         first_copies=first_copies or None,
-        last_capture=paths[split_files[parts[-1][0]]],
+        last_capture=paths[split_files[homes[-1][2]]] if high else None,
     )
     return stream, head, first_bytes, facts, regions
 
@@ -619,7 +623,7 @@ def _plan_one_part(
         fin=part.fin_rel is not None,
         rst=part.rst,
         slices=[piece],
-        last_capture=paths[split_files[split]],
+        last_capture=paths[split_files[split]] if owned else None,
     )
     # None for a head with no bytes: the scan works out the facts of every other one.
     facts = part.head_facts if syn else None
