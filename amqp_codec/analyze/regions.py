@@ -250,14 +250,14 @@ def _read_parts(
             candidates[key].append(candidate)
     pieces: dict[PartKey, list[Piece]] = {}
     for key, found in candidates.items():
-        earlier = first_copies(key)
-        if earlier:
-            found = earlier + found
         far = unread.get(key)
         if far:
             counts[key].not_compared = sum(
                 any(start < hi and lo < end for lo, hi in far) for start, end, *_ in found
             )
+        earlier = first_copies(key)
+        if earlier:
+            found = earlier + found
         placed_pieces, _retransmitted, conflicting = place(found)
         counts[key].conflicting = conflicting
         pieces[key] = _clip(placed_pieces, windows[key].owned)
