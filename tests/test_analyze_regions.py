@@ -912,6 +912,37 @@ def test_bytes_resent_after_the_syn_recorded_again_are_compared_with_the_first_c
     _check(captures, tmp_path / "out", split_bytes)
 
 
+@pytest.mark.parametrize("split_bytes", [9000, 20000])
+def test_two_parts_of_a_split_compared_with_one_earlier_part_in_any_order(
+    split_bytes: int, tmp_path: Path
+) -> None:
+    """Two parts of one stream in a split (its SYN recorded again between them) both resend
+    bytes of one earlier part, the first from a later segment than the second, each with
+    other bytes: the earlier part is read once, in stream order, and both are compared with
+    their first copies (read for the first part first, the bytes behind were gone)."""
+    conversation = Conversation(client=("10.1.0.9", 40009)).handshake()
+    client, server = opening()
+    conversation.send("client", client).send("server", server)
+    first = len(conversation.packets)
+    body = random.Random(9).randbytes(30_000)
+    conversation.send("client", frames(*message_frames(1, "ex", "k", body)), mss=1400)
+    one, two = (
+        dpkt.ethernet.Ethernet(conversation.packets[first + i][1]).data.data for i in (1, 2)
+    )
+    later, earlier = bytearray(two.data[700:]), bytearray(one.data[:700])
+    later[0] ^= 0xFF
+    earlier[0] ^= 0xFF
+    conversation._emit("client", dpkt.tcp.TH_ACK, bytes(later), two.seq + 700)
+    conversation.packets.append((conversation.ts + 0.0001, conversation.packets[0][1]))
+    conversation._emit("client", dpkt.tcp.TH_ACK, bytes(earlier), one.seq)
+    conversation.fin("client").fin("server")
+    captures = [str(write_pcap(tmp_path / "c.pcap", conversation))]
+    expected = _reference(captures)
+    conflicting = [row for row in expected["problems"] if "conflicting-overlap" in row]
+    assert len(conflicting) == 1 and "'2 segments resent" in conflicting[0]
+    _check(captures, tmp_path / "out", split_bytes)
+
+
 def test_a_task_reads_the_first_copies_of_few_splits_and_says_what_it_left(
     tmp_path: Path,
 ) -> None:

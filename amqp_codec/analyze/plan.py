@@ -769,8 +769,9 @@ def connection_rows(
 ) -> list[Row]:
     """The ``connections`` row of a checked connection and the problems of its ends: TCP
     anomalies, heartbeats missed at its end. ``facts``: stream id -> region index -> facts;
-    ``tcp``: stream id -> [conflicting, out of window, not compared]; ``extra_problems``: stream id -> the
-    problem rows its check added; ``rules``: stream id -> its peer rules at the end."""
+    ``tcp``: stream id -> [conflicting, out of window, not compared]; ``extra_problems``:
+    stream id -> the problem rows its check added; ``rules``: stream id -> its peer rules at
+    the end."""
     out: list[Row] = []
     merged: dict[str, _Facts] = {}
     ends: dict[str, StreamEnds] = {}

@@ -18,6 +18,7 @@ The same function runs the fallback: one stream as a single region, read split a
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -82,7 +83,8 @@ class Task:
     splits: dict[int, Split]
     """Every split its regions may read."""
     windows: dict[tuple[int, PartKey], PartWindow]
-    """The parts of other splits its regions may read."""
+    """The parts of other splits its regions may read, and the parts holding the first
+    copies its parts need (see :attr:`first_copies`)."""
     out: str
     bodies: bool
     first_copies: dict[PartKey, tuple[Slice, ...]] = field(default_factory=dict)
@@ -218,17 +220,28 @@ def _changed(path: str, detail: str) -> CaptureChanged:
     )
 
 
+def _touching(candidates: list[_Candidate], spans: Sequence[tuple[int, int]]) -> int:
+    """How many of ``candidates`` carry bytes of ``spans`` (sorted, disjoint): a search each,
+    not a pass over the spans."""
+    ends = [hi for _, hi in spans]
+    count = 0
+    for start, end, *_ in candidates:
+        i = bisect.bisect_right(ends, start)
+        count += i < len(spans) and spans[i][0] < end
+    return count
+
+
 def _read_parts(
     split: Split,
     windows: dict[PartKey, PartWindow],
-    first_copies: Callable[[PartKey], list[_Candidate]],
+    first_copies: dict[PartKey, list[_Candidate]],
     unread: dict[PartKey, tuple[tuple[int, int], ...]],
 ) -> tuple[dict[PartKey, list[Piece]], dict[PartKey, PartCounts]]:
     """The owned pieces of the parts of ``split`` named in ``windows``, and their counts.
 
     A part's segments that carried bytes again are compared with every earlier copy, as one
     pass does: the part's own here, those of the parts before it (in earlier splits, or of
-    the stream under another key in this one) given by ``first_copies``; those that carried
+    the stream under another key in this one) from ``first_copies``; those that carried
     bytes ``unread`` names are counted as not compared."""
     placer = _Placer(windows)
     candidates: dict[PartKey, list[_Candidate]] = {}
@@ -252,10 +265,8 @@ def _read_parts(
     for key, found in candidates.items():
         far = unread.get(key)
         if far:
-            counts[key].not_compared = sum(
-                any(start < hi and lo < end for lo, hi in far) for start, end, *_ in found
-            )
-        earlier = first_copies(key)
+            counts[key].not_compared = _touching(found, far)
+        earlier = first_copies.get(key)
         if earlier:
             found = earlier + found
         placed_pieces, _retransmitted, conflicting = place(found)
@@ -335,23 +346,31 @@ class _Source:
         task = self.task
         if task.split is not None:
             self.home_pieces, self.counts = _read_parts(
-                task.split, task.parts, self.first_copies, task.unread_copies
+                task.split, task.parts, self.first_copies(), task.unread_copies
             )
 
-    def first_copies(self, key: PartKey) -> list[_Candidate]:
-        """The first copies, held by the parts before it, of the bytes that the home split's
-        part ``key`` carried again, as candidates for placing (see :func:`_read_parts`)."""
-        out: list[_Candidate] = []
-        for part in self.task.first_copies.get(key, ()):
-            reader = self.lazy[part.split]
-            for lo, hi in part.owned:
-                for piece in reader.pieces(part.key, lo):
+    def first_copies(self) -> dict[PartKey, list[_Candidate]]:
+        """Per part of the home split in :attr:`Task.first_copies`: the first copies, held
+        by the parts before it, of the bytes it carried again, as candidates for placing
+        (see :func:`_read_parts`). Each holder is read once, in stream order (its reader
+        lets go of what lies behind what it was last asked for)."""
+        wanted: dict[tuple[int, PartKey], list[tuple[int, int, PartKey]]] = {}
+        for key, holders in self.task.first_copies.items():
+            for part in holders:
+                spans = wanted.setdefault((part.split, part.key), [])
+                spans.extend((lo, hi, key) for lo, hi in part.owned)
+        out: dict[PartKey, list[_Candidate]] = {}
+        for (split, holder), spans in wanted.items():
+            reader = self.lazy[split]
+            for lo, hi, key in sorted(spans):
+                found = out.setdefault(key, [])
+                for piece in reader.pieces(holder, lo):
                     start = max(lo, piece.offset)
                     end = min(hi, piece.offset + len(piece.data))
                     if start >= hi:
                         break
                     data = piece.data[start - piece.offset : end - piece.offset]
-                    out.append((start, end, piece.ts, data, piece.capture))
+                    found.append((start, end, piece.ts, data, piece.capture))
                     if end >= hi:
                         break
         return out
