@@ -76,6 +76,12 @@ class Conversation:
             self.sent[direction] += chunk
         return self
 
+    def resend(self, direction: str, data: bytes, seq: int) -> Conversation:
+        """Send ``data`` at sequence number ``seq``, as a retransmission (its bytes as given,
+        which may differ from those first sent there)."""
+        self._emit(direction, dpkt.tcp.TH_ACK | dpkt.tcp.TH_PUSH, data, seq)
+        return self
+
     def fin(self, direction: str) -> Conversation:
         self._emit(direction, dpkt.tcp.TH_FIN | dpkt.tcp.TH_ACK, b"", self.seq[direction])
         return self

@@ -932,9 +932,9 @@ def test_two_parts_of_a_split_compared_with_one_earlier_part_in_any_order(
     later, earlier = bytearray(two.data[700:]), bytearray(one.data[:700])
     later[0] ^= 0xFF
     earlier[0] ^= 0xFF
-    conversation._emit("client", dpkt.tcp.TH_ACK, bytes(later), two.seq + 700)
+    conversation.resend("client", bytes(later), two.seq + 700)
     conversation.packets.append((conversation.ts + 0.0001, conversation.packets[0][1]))
-    conversation._emit("client", dpkt.tcp.TH_ACK, bytes(earlier), one.seq)
+    conversation.resend("client", bytes(earlier), one.seq)
     conversation.fin("client").fin("server")
     captures = [str(write_pcap(tmp_path / "c.pcap", conversation))]
     expected = _reference(captures)
@@ -958,7 +958,7 @@ def test_a_task_reads_the_first_copies_of_few_splits_and_says_what_it_left(
     conversation.send("client", frames(*message_frames(1, "ex", "k", body)), mss=1400)
     resent = bytearray(conversation.sent["client"][len(client) : len(client) + 16_000])
     resent[-1] ^= 0xFF  # in bytes first carried by one of the latest splits
-    conversation._emit("client", dpkt.tcp.TH_ACK, bytes(resent), start)
+    conversation.resend("client", bytes(resent), start)
     conversation.fin("client").fin("server")
     captures = [str(write_pcap(tmp_path / "c.pcap", conversation))]
     expected = _reference(captures)
