@@ -913,28 +913,36 @@ def test_bytes_resent_after_the_syn_recorded_again_are_compared_with_the_first_c
 
 
 @pytest.mark.parametrize("split_bytes", [9000, 20000])
-def test_two_parts_of_a_split_compared_with_one_earlier_part_in_any_order(
-    split_bytes: int, tmp_path: Path
+@pytest.mark.parametrize(
+    "resends",
+    [
+        # (segment, from, to) of each part's resend: the first part's from a later segment
+        [(2, 700, 1400), (1, 0, 700)],
+        # the first part's across both segments, the second's inside the first one
+        [(1, 700, 2100), (1, 1000, 1300)],
+    ],
+    ids=["out-of-order", "overlapping"],
+)
+def test_two_parts_of_a_split_compared_with_one_earlier_part(
+    resends: list[tuple[int, int, int]], split_bytes: int, tmp_path: Path
 ) -> None:
     """Two parts of one stream in a split (its SYN recorded again between them) both resend
-    bytes of one earlier part, the first from a later segment than the second, each with
-    other bytes: the earlier part is read once, in stream order, and both are compared with
-    their first copies (read for the first part first, the bytes behind were gone)."""
+    bytes of one earlier part, each with other bytes: the earlier part is read once, over
+    all the bytes asked of it in stream order, and both resends are compared with their
+    first copies (read for each part in turn, the bytes behind the first part's were gone)."""
     conversation = Conversation(client=("10.1.0.9", 40009)).handshake()
+    first_seq = conversation.seq["client"]
     client, server = opening()
     conversation.send("client", client).send("server", server)
-    first = len(conversation.packets)
     body = random.Random(9).randbytes(30_000)
     conversation.send("client", frames(*message_frames(1, "ex", "k", body)), mss=1400)
-    one, two = (
-        dpkt.ethernet.Ethernet(conversation.packets[first + i][1]).data.data for i in (1, 2)
-    )
-    later, earlier = bytearray(two.data[700:]), bytearray(one.data[:700])
-    later[0] ^= 0xFF
-    earlier[0] ^= 0xFF
-    conversation.resend("client", bytes(later), two.seq + 700)
-    conversation.packets.append((conversation.ts + 0.0001, conversation.packets[0][1]))
-    conversation.resend("client", bytes(earlier), one.seq)
+    for n, (segment, lo, hi) in enumerate(resends):
+        if n == 1:  # the client's SYN recorded again: the part after it has another key
+            conversation.packets.append((conversation.ts + 0.0001, conversation.packets[0][1]))
+        offset = len(client) + segment * 1400 + lo  # the message's segments of 1,400 bytes
+        data = bytearray(conversation.sent["client"][offset : offset + hi - lo])
+        data[0] ^= 0xFF
+        conversation.resend("client", bytes(data), first_seq + offset)
     conversation.fin("client").fin("server")
     captures = [str(write_pcap(tmp_path / "c.pcap", conversation))]
     expected = _reference(captures)

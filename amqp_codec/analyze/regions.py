@@ -220,6 +220,41 @@ def _changed(path: str, detail: str) -> CaptureChanged:
     )
 
 
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``spans`` sorted, with those that overlap or touch joined."""
+    out: list[tuple[int, int]] = []
+    for lo, hi in sorted(spans):
+        if out and lo <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return out
+
+
+def _cut(reader: _LazySplit, key: PartKey, spans: list[tuple[int, int]]) -> list[_Candidate]:
+    """The bytes part ``key`` of ``reader``'s split owns in ``spans`` (sorted, disjoint), in
+    stream order: asked for in that order, as the reader lets go of what lies behind."""
+    out: list[_Candidate] = []
+    for lo, hi in spans:
+        for piece in reader.pieces(key, lo):
+            start = max(lo, piece.offset)
+            end = min(hi, piece.offset + len(piece.data))
+            if start >= hi:
+                break
+            out.append(
+                (
+                    start,
+                    end,
+                    piece.ts,
+                    piece.data[start - piece.offset : end - piece.offset],
+                    piece.capture,
+                )
+            )
+            if end >= hi:
+                break
+    return out
+
+
 def _touching(candidates: list[_Candidate], spans: Sequence[tuple[int, int]]) -> int:
     """How many of ``candidates`` carry bytes of ``spans`` (sorted, disjoint): a search each,
     not a pass over the spans."""
@@ -352,8 +387,8 @@ class _Source:
     def first_copies(self) -> dict[PartKey, list[_Candidate]]:
         """Per part of the home split in :attr:`Task.first_copies`: the first copies, held
         by the parts before it, of the bytes it carried again, as candidates for placing
-        (see :func:`_read_parts`). Each holder is read once, in stream order (its reader
-        lets go of what lies behind what it was last asked for)."""
+        (see :func:`_read_parts`). Each holder is read once, over all the bytes asked of it,
+        in stream order (see :func:`_cut`)."""
         wanted: dict[tuple[int, PartKey], list[tuple[int, int, PartKey]]] = {}
         for key, holders in self.task.first_copies.items():
             for part in holders:
@@ -361,18 +396,16 @@ class _Source:
                 spans.extend((lo, hi, key) for lo, hi in part.owned)
         out: dict[PartKey, list[_Candidate]] = {}
         for (split, holder), spans in wanted.items():
-            reader = self.lazy[split]
-            for lo, hi, key in sorted(spans):
+            copies = _cut(self.lazy[split], holder, _merged([(lo, hi) for lo, hi, _ in spans]))
+            ends = [copy[1] for copy in copies]
+            for lo, hi, key in spans:
                 found = out.setdefault(key, [])
-                for piece in reader.pieces(holder, lo):
-                    start = max(lo, piece.offset)
-                    end = min(hi, piece.offset + len(piece.data))
-                    if start >= hi:
-                        break
-                    data = piece.data[start - piece.offset : end - piece.offset]
-                    found.append((start, end, piece.ts, data, piece.capture))
-                    if end >= hi:
-                        break
+                i = bisect.bisect_right(ends, lo)
+                while i < len(copies) and copies[i][0] < hi:
+                    start, end, ts, data, capture = copies[i]
+                    a, b = max(lo, start), min(hi, end)
+                    found.append((a, b, ts, data[a - start : b - start], capture))
+                    i += 1
         return out
 
     def pieces(self, part: Slice, start: int) -> Iterator[Piece]:
