@@ -216,7 +216,9 @@ def _subtract(intervals: Iterable[Interval], taken: list[Interval]) -> list[Inte
     return out
 
 
-def _union(a: list[Interval], b: Iterable[Interval]) -> list[Interval]:
+def interval_union(a: list[Interval], b: Iterable[Interval]) -> list[Interval]:
+    """What the intervals of ``a`` and ``b`` cover, sorted, those that overlap or touch
+    joined."""
     out: list[Interval] = []
     for lo, hi in sorted([*a, *b]):
         if out and lo <= out[-1][1]:
@@ -529,7 +531,7 @@ def _plan_parts(
         offset0 = first - base
         covered = _placed(part, offset0, limit)
         owned = _subtract(covered, taken)
-        taken = _union(taken, owned)
+        taken = interval_union(taken, owned)
         if owned != covered:  # bytes carried again after earlier parts (see first_copies)
             first_copies[len(slices)] = _first_copies(_subtract(covered, owned), slices)
         slices.append(Slice(split, key, offset0, tuple(owned)))

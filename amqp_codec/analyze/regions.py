@@ -38,6 +38,7 @@ from .plan import (
     check_stream,
     connection_rows,
     head_wanted,
+    interval_union,
     misnegotiated,
     plan_limits_again,
 )
@@ -220,17 +221,6 @@ def _changed(path: str, detail: str) -> CaptureChanged:
     )
 
 
-def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """``spans`` sorted, with those that overlap or touch joined."""
-    out: list[tuple[int, int]] = []
-    for lo, hi in sorted(spans):
-        if out and lo <= out[-1][1]:
-            out[-1] = (out[-1][0], max(out[-1][1], hi))
-        else:
-            out.append((lo, hi))
-    return out
-
-
 def _cut(reader: _LazySplit, key: PartKey, spans: list[tuple[int, int]]) -> list[_Candidate]:
     """The bytes part ``key`` of ``reader``'s split owns in ``spans`` (sorted, disjoint), in
     stream order: asked for in that order, as the reader lets go of what lies behind."""
@@ -396,7 +386,9 @@ class _Source:
                 spans.extend((lo, hi, key) for lo, hi in part.owned)
         out: dict[PartKey, list[_Candidate]] = {}
         for (split, holder), spans in wanted.items():
-            copies = _cut(self.lazy[split], holder, _merged([(lo, hi) for lo, hi, _ in spans]))
+            copies = _cut(
+                self.lazy[split], holder, interval_union([], [(lo, hi) for lo, hi, _ in spans])
+            )
             ends = [copy[1] for copy in copies]
             for lo, hi, key in spans:
                 found = out.setdefault(key, [])
