@@ -1,0 +1,22 @@
+"""The layers ``python -m benchmarks.floor`` times decode workload 1's frame, each to the
+frame the fixture encoded: a layer that decoded less would time less."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks import fixtures as fx
+from benchmarks.floor import checked, layers
+from benchmarks.peers import Bench
+
+
+@pytest.mark.parametrize("name", sorted(layers()))
+def test_each_layer_decodes_the_deliver_frame(name: str) -> None:
+    checked(layers()[name])
+
+
+def test_a_layer_with_a_wrong_result_is_refused() -> None:
+    wrong = fx.DELIVER_FRAME.replace(b"orders.created", b"orders.CREATED")
+    bench = layers()["1 floor"]
+    with pytest.raises(SystemExit, match="wrong result"):
+        checked(Bench(bench.stmt, {**bench.ns, "data": wrong}))
