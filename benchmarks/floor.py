@@ -149,7 +149,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=7, help="timed runs each (default 7)")
     parser.add_argument("--time", type=float, default=0.2, help="seconds per run (default 0.2)")
     args = parser.parse_args(argv)
-    timed = benches()
+    try:
+        timed = benches()
+    except ImportError:
+        print("benchmarks.floor: pika, the peer it times against, is not installed: ", end="")
+        print("pip install -e '.[bench]'")
+        return 2
     for bench in timed.values():
         checked(bench)
     timings = measure(timed, args.repeat, args.time)

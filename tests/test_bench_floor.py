@@ -3,10 +3,12 @@ frame the fixture encoded: a layer that decoded less would time less."""
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from benchmarks import fixtures as fx
-from benchmarks.floor import checked, layers
+from benchmarks.floor import checked, layers, main
 from benchmarks.peers import Bench
 
 
@@ -20,3 +22,13 @@ def test_a_layer_with_a_wrong_result_is_refused() -> None:
     bench = layers()["1 floor"]
     with pytest.raises(SystemExit, match="wrong result"):
         checked(Bench(bench.stmt, {**bench.ns, "data": wrong}))
+
+
+def test_without_pika_one_line_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "pika", None)
+    monkeypatch.setitem(sys.modules, "pika.frame", None)
+    assert main([]) == 2
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and "pip install -e '.[bench]'" in out
