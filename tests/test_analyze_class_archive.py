@@ -175,3 +175,44 @@ def test_a_damaged_archive_costs_one_start_and_is_deleted(cache: Path, tmp_path:
     # The JVM that died left no crash report in the working folder, nor in the cache.
     assert not list(tmp_path.glob("hs_err_pid*.log"))
     assert sorted(p.name for p in cache.iterdir()) == []
+
+
+@pytest.mark.skipif(java_missing() is not None, reason=str(java_missing()))
+@pytest.mark.timeout(300)
+def test_an_archive_stays_when_java_does_not_start_for_another_reason(
+    cache: Path, tmp_path: Path
+) -> None:
+    """A driver JVM that does not start without the archive either (the user's settings ask
+    for a heap it cannot read) was not stopped by the archive: the archive is kept."""
+    assert JAVA is not None
+    cache.mkdir()
+    archive = cache / f"spark-{_key()}.jsa"
+    subprocess.run(
+        [JAVA, f"-XX:ArchiveClassesAtExit={archive}", "-Xlog:cds=off", "-version"],
+        capture_output=True,
+        check=True,
+    )
+    recorded = archive.read_bytes()
+    conf = tmp_path / "spark-conf"
+    conf.mkdir()
+    (conf / "spark-defaults.conf").write_text("spark.driver.memory 1q\n")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "amqp_codec",
+            "analyze",
+            str(ROOT / "samples/captures"),
+            "--out",
+            str(tmp_path / "out"),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "AMQP_CODEC_CACHE": str(cache), "SPARK_CONF_DIR": str(conf)},
+        cwd=tmp_path,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "Invalid maximum heap size" in done.stderr
+    assert archive.read_bytes() == recorded

@@ -1,6 +1,7 @@
 """`amqp-codec analyze` as people meet it: every mistake is one line and exit status 2, found
-before Spark starts, with nothing written or deleted; inputs that would hang are skipped; a
-failed run leaves --out as it was.
+before Spark starts (or, for settings that Java refuses, as the driver's JVM starts), with
+nothing written or deleted; inputs that would hang are skipped; a failed run leaves --out as
+it was.
 
 Every test here but the last few fails before Spark starts, so they are fast. Those run
 through a real subprocess: what is checked is what a user sees.
@@ -35,7 +36,7 @@ from amqp_codec.analyze.preflight import (
     release_version,
     resolve_captures,
 )
-from amqp_codec.analyze.spark_errors import user_problem
+from amqp_codec.analyze.spark_errors import java_said, user_problem
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "samples" / "pika-session.pcap"
@@ -371,6 +372,58 @@ def test_a_spark_failure_the_user_can_fix_is_not_called_internal(
         assert command.run(args, out, err) == status
         assert err.getvalue().count("\n") == 1 and "Traceback" not in err.getvalue()
         assert all(word in err.getvalue() for word in words), err.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("output", "said"),
+    [
+        (
+            "WARNING: Using incubator modules: jdk.incubator.vector\n"
+            "Invalid maximum heap size: -Xmx1q\n"
+            "Error: Could not create the Java Virtual Machine.\n"
+            "Error: A fatal exception has occurred. Program will exit.\n",
+            "Invalid maximum heap size: -Xmx1q",
+        ),
+        (
+            "Error: VM option 'Foo' is diagnostic and must be enabled via "
+            "-XX:+UnlockDiagnosticVMOptions.\nError: The unlock option must precede 'Foo'.\n"
+            "Error: Could not create the Java Virtual Machine.\n",
+            "VM option 'Foo' is diagnostic and must be enabled via -XX:+UnlockDiagnosticVMOptions.",
+        ),
+        (
+            "Error occurred during initialization of VM\n"
+            "Could not reserve enough space for 104857600000KB object heap\n",
+            "Error occurred during initialization of VM: Could not reserve enough space for "
+            "104857600000KB object heap",
+        ),
+        ("", None),
+        ("25/12/07 03:14:03 WARN Utils: Your hostname resolves to a loopback address\n", None),
+    ],
+)
+def test_what_java_says_as_it_fails_to_start_becomes_one_line(
+    output: str, said: str | None
+) -> None:
+    assert java_said(output) == said
+
+
+def test_java_that_cannot_start_with_the_users_spark_settings(
+    tmp_path: Path, captures: Path
+) -> None:
+    """A driver JVM refused by Java (here a heap size it cannot read, from the user's
+    spark-defaults.conf) is the user's to fix: one line with Java's reason, exit status 2,
+    nothing written; not an internal error."""
+    conf = tmp_path / "spark-conf"
+    conf.mkdir()
+    (conf / "spark-defaults.conf").write_text("spark.driver.memory 1q\n")
+    env = {**os.environ, "SPARK_CONF_DIR": str(conf)}
+    out = str(tmp_path / "out")
+    result = refused(tmp_path, str(captures), "--out", out, "--quiet", env=env)
+    assert_one_line_error(
+        result,
+        2,
+        "Java exited as Spark's driver started: Invalid maximum heap size: -Xmx1q",
+        "spark.driver.memory",
+    )
 
 
 @pytest.mark.parametrize("port", ["0", "65536", "amqp"])

@@ -311,7 +311,7 @@ def _context(master: str | None, progress: bool, verbose: bool) -> tuple[SparkCo
     from pyspark.errors import PySparkRuntimeError
 
     from amqp_codec.analyze.class_archive import archive_options, discard
-    from amqp_codec.analyze.logs import jvm_stderr, quiet_py4j
+    from amqp_codec.analyze.logs import jvm_output, log_size, quiet_py4j
     from amqp_codec.analyze.preflight import java_command
 
     active = _running_context()
@@ -342,23 +342,47 @@ def _context(master: str | None, progress: bool, verbose: bool) -> tuple[SparkCo
     # Executors fork their Python workers from a daemon that has the analysis imported.
     conf.set("spark.python.daemon.module", "amqp_codec.analyze.daemon")
     quiet_py4j(verbose)
+    logged = log_size()
     # Java's and log4j's lines go to the log file unless verbose.
-    with _interrupts_deferred() as interrupted, jvm_stderr(verbose):
+    with _interrupts_deferred() as interrupted, jvm_output(verbose):
         try:
-            sc = SparkContext.getOrCreate(conf)
-        except PySparkRuntimeError:
-            if archive is None:
+            try:
+                sc = SparkContext.getOrCreate(conf)
+            except PySparkRuntimeError:
+                if archive is None:
+                    raise
+                # A JVM that cannot map the class archive (damaged, say) does not start: the
+                # driver starts without it, and if it then does, the archive goes. One that
+                # does not start either way has another reason (the user's Java options, a
+                # heap too large): the archive stays.
+                conf.set("spark.driver.defaultJavaOptions", _DRIVER_JAVA_OPTIONS)
+                sc = SparkContext.getOrCreate(conf)
+                discard(archive)
+        except PySparkRuntimeError as error:
+            if error.getCondition() != "JAVA_GATEWAY_EXITED":
                 raise
-            # A JVM that cannot map the class archive (damaged, say) does not start: the
-            # archive goes, and the driver starts without it.
-            discard(archive)
-            conf.set("spark.driver.defaultJavaOptions", _DRIVER_JAVA_OPTIONS)
-            sc = SparkContext.getOrCreate(conf)
+            raise _java_exited(logged, verbose) from None
     if interrupted:
         _stop(sc)
         raise KeyboardInterrupt
     sc.setLogLevel("WARN" if verbose else "ERROR")
     return sc, True
+
+
+def _java_exited(logged: int, verbose: bool) -> Exception:
+    """The error to raise for a driver JVM that exited as it started: what Java said (in
+    the log file after byte ``logged``, or above when ``verbose``), in one line."""
+    from amqp_codec.analyze.logs import log_path, log_since
+    from amqp_codec.analyze.preflight import AnalyzeUsageError
+    from amqp_codec.analyze.spark_errors import java_said
+
+    said = None if verbose else java_said(log_since(logged))
+    where = "its output is above" if verbose else f"its output is in {log_path()}"
+    return AnalyzeUsageError(
+        f"Java exited as Spark's driver started{': ' + said if said else ''} ({where}; "
+        "check the Java options and settings Spark was given: spark.driver.extraJavaOptions, "
+        "spark.driver.memory, spark-defaults.conf)"
+    )
 
 
 def _start_workers(sc: SparkContext) -> None:
@@ -456,10 +480,12 @@ def run(
     Returns the :class:`Summary`. Everything that can be checked before Spark starts is
     (:func:`~amqp_codec.analyze.preflight.preflight`): a missing input, no captures, an
     ``out`` that is a file, not writable or not empty, no suitable Java, a bad ``master`` or
-    port raise :class:`~amqp_codec.analyze.preflight.AnalyzeUsageError`. Unreadable
-    captures, inputs skipped in folders (pipes, sockets...), garbage streams and unknown
-    protocols are rows in ``problems``, not errors. The outputs are written into a staging
-    folder and moved into ``out`` at the end: a failed run leaves ``out`` as it was.
+    port raise :class:`~amqp_codec.analyze.preflight.AnalyzeUsageError`, and so does a
+    driver JVM that Java will not start with the settings Spark gives it (its reason in the
+    message). Unreadable captures, inputs skipped in folders (pipes, sockets...), garbage
+    streams and unknown protocols are rows in ``problems``, not errors. The outputs are
+    written into a staging folder and moved into ``out`` at the end: a failed run leaves
+    ``out`` as it was.
     """
     from amqp_codec.analyze.head_start import HeadStart
     from amqp_codec.analyze.output import staged_output

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 
-__all__ = ["user_problem"]
+__all__ = ["java_said", "user_problem"]
 
 #: An executor could not start the Python that ``PYSPARK_PYTHON`` (or Spark's own setting)
 #: names: ``Cannot run program "python3.9": error=2, No such file or directory``.
@@ -22,6 +22,16 @@ _NO_PYTHON = re.compile(r'Cannot run program "([^"]+)": error=\d+, ([^\n\r]+)')
 _NO_MODULE = re.compile(r"No module named '(amqp_codec|pyspark|pyarrow)[.']")
 #: Which Python said so: ``/usr/bin/python3: Error while finding module specification ...``.
 _WHICH_PYTHON = re.compile(r"(\S+): Error while finding module specification")
+#: What Java or Spark's launcher says when the driver's JVM does not start: an option it does
+#: not take, a heap it cannot reserve, Spark refusing its configuration.
+_JAVA_FAILURE = re.compile(
+    r"error|unrecognized|invalid|exception|could not|cannot|no such file|not found", re.I
+)
+#: Lines that say only that something above failed, or are not about the failure at all.
+_JAVA_NOISE = re.compile(
+    r"Error: Could not create the Java Virtual Machine|Error: A fatal exception has occurred"
+    r"|^WARNING: |^\d\d/\d\d/\d\d \d\d:\d\d:\d\d (WARN|INFO) "
+)
 #: A task found a capture file changed since the first pass read it (see
 #: :class:`~amqp_codec.analyze.regions.CaptureChanged`, whose text says what to do).
 _CAPTURE_CHANGED = re.compile(r"CaptureChanged: (capture [^\n\r]+)")
@@ -54,4 +64,18 @@ def user_problem(error: BaseException) -> str | None:
                 f"{missing.group(1)}: install amqp-codec[analyze] for it on every machine of "
                 "the cluster, or set PYSPARK_PYTHON to a Python that has it"
             )
+    return None
+
+
+def java_said(output: str) -> str | None:
+    """What Java (or Spark's launcher) said of why the driver's JVM did not start, in one
+    line, from its ``output``; None if it said nothing that looks like a reason."""
+    lines = [line.strip() for line in output.splitlines()]
+    lines = [line for line in lines if line and not _JAVA_NOISE.search(line)]
+    for i, line in enumerate(lines):
+        if _JAVA_FAILURE.search(line):
+            said = line.removeprefix("Error: ")
+            if said == "Error occurred during initialization of VM" and i + 1 < len(lines):
+                said = f"{said}: {lines[i + 1]}"  # the reason is on the next line
+            return said[:300]
     return None
