@@ -36,7 +36,7 @@ from amqp_codec.analyze.preflight import (
     release_version,
     resolve_captures,
 )
-from amqp_codec.analyze.spark_errors import java_said, user_problem
+from amqp_codec.analyze.spark_errors import java_exception, java_said, user_problem
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "samples" / "pika-session.pcap"
@@ -423,6 +423,34 @@ def test_java_that_cannot_start_with_the_users_spark_settings(
         2,
         "Java exited as Spark's driver started: Invalid maximum heap size: -Xmx1q",
         "spark.driver.memory",
+    )
+
+
+def test_the_java_exception_of_a_spark_failure_is_its_first_line() -> None:
+    refused = _JavaFailure(
+        "An error occurred while calling None.org.apache.spark.api.java.JavaSparkContext.\n"
+        ": java.lang.IllegalArgumentException: requirement failed: startPort should be between "
+        "1024 and 65535 (inclusive), or 0 for a random free port.\n"
+        "\tat scala.Predef$.require(Predef.scala:337)\n"
+    )
+    assert java_exception(refused) == (
+        "java.lang.IllegalArgumentException: requirement failed: startPort should be between "
+        "1024 and 65535 (inclusive), or 0 for a random free port."
+    )
+    assert java_exception(_JavaFailure("nothing Java about it")) is None
+
+
+def test_spark_settings_that_spark_refuses(tmp_path: Path, captures: Path) -> None:
+    """Settings Java takes but Spark refuses as its context starts (a driver port out of
+    range): one line with Spark's reason, exit status 2, nothing written."""
+    conf = tmp_path / "spark-conf"
+    conf.mkdir()
+    (conf / "spark-defaults.conf").write_text("spark.driver.port 99999999\n")
+    env = {**os.environ, "SPARK_CONF_DIR": str(conf)}
+    out = str(tmp_path / "out")
+    result = refused(tmp_path, str(captures), "--out", out, "--quiet", env=env)
+    assert_one_line_error(
+        result, 2, "Spark refused to start: java.lang.IllegalArgumentException", "startPort"
     )
 
 

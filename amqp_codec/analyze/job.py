@@ -307,6 +307,7 @@ def _context(master: str | None, progress: bool, verbose: bool) -> tuple[SparkCo
     two starts of each, alternated)."""
     # Executors must run this interpreter (the one with amqp-codec installed), not "python3".
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from py4j.protocol import Py4JJavaError
     from pyspark import SparkConf, SparkContext
     from pyspark.errors import PySparkRuntimeError
 
@@ -362,6 +363,10 @@ def _context(master: str | None, progress: bool, verbose: bool) -> tuple[SparkCo
             if error.getCondition() != "JAVA_GATEWAY_EXITED":
                 raise
             raise _java_exited(logged, verbose) from None
+        except Py4JJavaError as error:
+            # Refused by Spark as the context started: nothing of ours runs in there yet, so
+            # it is the settings Spark was given (a port out of range, a bad size).
+            raise _spark_refused(error, verbose) from None
     if interrupted:
         _stop(sc)
         raise KeyboardInterrupt
@@ -382,6 +387,21 @@ def _java_exited(logged: int, verbose: bool) -> Exception:
         f"Java exited as Spark's driver started{': ' + said if said else ''} ({where}; "
         "check the Java options and settings Spark was given: spark.driver.extraJavaOptions, "
         "spark.driver.memory, spark-defaults.conf)"
+    )
+
+
+def _spark_refused(error: Exception, verbose: bool) -> Exception:
+    """The error to raise for a SparkContext that Spark refused to create: its reason (the
+    Java exception's first line) in one line."""
+    from amqp_codec.analyze.logs import log_path
+    from amqp_codec.analyze.preflight import AnalyzeUsageError
+    from amqp_codec.analyze.spark_errors import java_exception
+
+    reason = java_exception(error)
+    where = "its output is above" if verbose else f"its log is {log_path()}"
+    return AnalyzeUsageError(
+        f"Spark refused to start{': ' + reason if reason else ''} ({where}; check the "
+        "settings it was given: spark-defaults.conf in SPARK_CONF_DIR, PYSPARK_SUBMIT_ARGS)"
     )
 
 
@@ -480,12 +500,12 @@ def run(
     Returns the :class:`Summary`. Everything that can be checked before Spark starts is
     (:func:`~amqp_codec.analyze.preflight.preflight`): a missing input, no captures, an
     ``out`` that is a file, not writable or not empty, no suitable Java, a bad ``master`` or
-    port raise :class:`~amqp_codec.analyze.preflight.AnalyzeUsageError`, and so does a
-    driver JVM that Java will not start with the settings Spark gives it (its reason in the
-    message). Unreadable captures, inputs skipped in folders (pipes, sockets...), garbage
-    streams and unknown protocols are rows in ``problems``, not errors. The outputs are
-    written into a staging folder and moved into ``out`` at the end: a failed run leaves
-    ``out`` as it was.
+    port raise :class:`~amqp_codec.analyze.preflight.AnalyzeUsageError`, and so do a
+    driver JVM that Java will not start with the settings Spark gives it and a context that
+    Spark refuses to create (the reason in the message). Unreadable captures, inputs skipped
+    in folders (pipes, sockets...), garbage streams and unknown protocols are rows in
+    ``problems``, not errors. The outputs are written into a staging folder and moved into
+    ``out`` at the end: a failed run leaves ``out`` as it was.
     """
     from amqp_codec.analyze.head_start import HeadStart
     from amqp_codec.analyze.output import staged_output

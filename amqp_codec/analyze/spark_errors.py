@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 
-__all__ = ["java_said", "user_problem"]
+__all__ = ["java_exception", "java_said", "user_problem"]
 
 #: An executor could not start the Python that ``PYSPARK_PYTHON`` (or Spark's own setting)
 #: names: ``Cannot run program "python3.9": error=2, No such file or directory``.
@@ -27,6 +27,9 @@ _WHICH_PYTHON = re.compile(r"(\S+): Error while finding module specification")
 _JAVA_FAILURE = re.compile(
     r"error|unrecognized|invalid|exception|could not|cannot|no such file|not found", re.I
 )
+#: The Java exception a ``Py4JJavaError`` carries, on the first line after py4j's own:
+#: ``: java.lang.IllegalArgumentException: requirement failed: ...``.
+_JAVA_EXCEPTION = re.compile(r"^: ([\w.$]+(?:Exception|Error)[^\n\r]*)", re.M)
 #: Lines that say only that something above failed, or are not about the failure at all.
 _JAVA_NOISE = re.compile(
     r"Error: Could not create the Java Virtual Machine|Error: A fatal exception has occurred"
@@ -79,3 +82,14 @@ def java_said(output: str) -> str | None:
                 said = f"{said}: {lines[i + 1]}"  # the reason is on the next line
             return said[:300]
     return None
+
+
+def java_exception(error: BaseException) -> str | None:
+    """The Java exception (class and message, one line) that ``error``, a ``Py4JJavaError``,
+    carries; None if its text holds none."""
+    try:
+        text = str(error)  # a Py4JJavaError asks the JVM for its stack trace
+    except Exception:
+        return None
+    found = _JAVA_EXCEPTION.search(text)
+    return found.group(1)[:300] if found else None
