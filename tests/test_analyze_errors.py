@@ -233,7 +233,9 @@ def test_java_too_old_by_its_release_file(tmp_path: Path, captures: Path) -> Non
     assert_one_line_error(result, 2, "Java 17 or newer", "is Java 11", str(java))
 
 
-@pytest.mark.parametrize("master", ["bogus", "local[x]", "spark://nohost", "local[0]"])
+@pytest.mark.parametrize(
+    "master", ["bogus", "local[x]", "spark://nohost", "local[0]", "mesos://host:5050"]
+)
 def test_bad_master(tmp_path: Path, captures: Path, master: str) -> None:
     result = refused(tmp_path, str(captures), "--out", str(tmp_path / "out"), "--master", master)
     assert_one_line_error(result, 2, "not a Spark master URL", master)

@@ -385,8 +385,8 @@ def _java_exited(logged: int, verbose: bool) -> Exception:
     where = "its output is above" if verbose else f"its output is in {log_path()}"
     return AnalyzeUsageError(
         f"Java exited as Spark's driver started{': ' + said if said else ''} ({where}; "
-        "check the Java options and settings Spark was given: spark.driver.extraJavaOptions, "
-        "spark.driver.memory, spark-defaults.conf)"
+        "check what Spark and its Java were given: --master, spark-defaults.conf in "
+        "SPARK_CONF_DIR, spark.driver.memory, spark.driver.extraJavaOptions)"
     )
 
 

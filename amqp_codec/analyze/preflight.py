@@ -79,12 +79,12 @@ _JAVA_HINT = (
     "elsewhere https://adoptium.net) and put it on PATH or set JAVA_HOME"
 )
 #: Spark master URLs: local[N], local[*], local[N,F], local-cluster[N,C,M], spark://H:P[,H:P],
-#: yarn, k8s://URL, mesos://URL.
+#: yarn, k8s://URL (Spark 4, which the job needs, no longer runs on Mesos).
 _MASTER = re.compile(
     r"^(local(\[(\*|[1-9][0-9]*)(,\s*[0-9]+)?\])?"
     r"|local-cluster\[[1-9][0-9]*,\s*[1-9][0-9]*,\s*[1-9][0-9]*\]"
     r"|spark://[^\s:/,]+:[0-9]+(,[^\s:/,]+:[0-9]+)*"
-    r"|yarn|k8s://\S+|mesos://\S+)$"
+    r"|yarn|k8s://\S+)$"
 )
 _PCAP_MAGICS = (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d")
 _PCAPNG_MAGIC = b"\x0a\x0d\x0d\x0a"
