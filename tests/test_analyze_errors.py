@@ -170,6 +170,12 @@ def test_no_java(tmp_path: Path, captures: Path) -> None:
     assert_one_line_error(result, 2, "Java 17 or newer", "openjdk-17", "JAVA_HOME")
 
 
+def test_a_spark_home_without_spark(tmp_path: Path, captures: Path) -> None:
+    env = {**os.environ, "SPARK_HOME": str(tmp_path / "no-spark")}
+    result = refused(tmp_path, str(captures), "--out", str(tmp_path / "out"), env=env)
+    assert_one_line_error(result, 2, "SPARK_HOME is", "no-spark", "bin/spark-submit", "unset")
+
+
 def test_java_too_old(tmp_path: Path, captures: Path) -> None:
     home = tmp_path / "jdk11"
     (home / "bin").mkdir(parents=True)

@@ -44,6 +44,7 @@ __all__ = [
     "check_master_reachable",
     "check_out",
     "check_ports",
+    "check_spark_home",
     "is_spark_output",
     "java_command",
     "preflight",
@@ -145,6 +146,7 @@ def preflight(
     out_path = check_out(out, overwrite)
     files, skipped = resolve_captures(captures)
     if java and "PYSPARK_GATEWAY_PORT" not in os.environ:
+        check_spark_home()
         check_java()
         check_executor_python(master)
     return Preflight(files, skipped, out_path, port_set)
@@ -527,6 +529,21 @@ def _version_by_running(java: str) -> int:
             f"or newer: {_JAVA_HINT}"
         )
     return version
+
+
+def check_spark_home() -> None:
+    """A ``SPARK_HOME`` that is set must hold Spark's ``bin/spark-submit``, which PySpark
+    starts the driver with; else :class:`AnalyzeUsageError` (PySpark would fail with a bare
+    "No such file or directory")."""
+    home = os.environ.get("SPARK_HOME")
+    if not home:
+        return
+    submit = os.path.join(home, "bin", "spark-submit")
+    if not os.access(submit, os.X_OK):
+        raise AnalyzeUsageError(
+            f"SPARK_HOME is {home}, which holds no runnable bin/spark-submit: unset it to use "
+            "the Spark that came with pyspark, or set it to a Spark 4 installation"
+        )
 
 
 def check_executor_python(master: str | None) -> None:
