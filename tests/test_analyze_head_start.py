@@ -176,21 +176,21 @@ import amqp_codec.analyze.regions as regions
 driver = os.getpid()
 started = []
 switch_intervals = []  # while tasks run here
-run_task, start_workers = regions.run_task, job._start_workers
+run_tasks, start_workers = regions.run_tasks, job._start_workers
 
-def held_run_task(task):
+def held_run_tasks(tasks):
     if os.getpid() == driver:
         switch_intervals.append(sys.getswitchinterval())
         deadline = time.monotonic() + 120
         while not started and time.monotonic() < deadline:
             time.sleep(0.05)
-    return run_task(task)
+    return run_tasks(tasks)
 
 def recorded_start_workers(sc):
     start_workers(sc)
     started.append(sc.defaultParallelism)
 
-regions.run_task = held_run_task
+regions.run_tasks = held_run_tasks
 job._start_workers = recorded_start_workers
 before = sys.getswitchinterval()
 job.run(sys.argv[1], sys.argv[2], master="local[2]", progress=False, split_bytes=4096)

@@ -39,7 +39,7 @@ from spark_support import (
 
 from amqp_codec.analyze import plan, streams
 from amqp_codec.analyze.heads import NO_FACTS
-from amqp_codec.analyze.job import write_tables
+from amqp_codec.analyze.job import DEFAULT_SPLIT_BYTES, batched, write_tables
 from amqp_codec.analyze.parquet import TALLIED_AS_WRITTEN
 from amqp_codec.analyze.regions import CaptureChanged
 from amqp_codec.analyze.scan import PartKeys, StreamPart
@@ -56,6 +56,7 @@ from amqp_codec.capture.packets import (
     read_capture,
     read_range,
 )
+from amqp_codec.capture.synthetic import generate
 from amqp_codec.frames import ContentBodyFrame, HeartbeatFrame, MethodFrame
 from amqp_codec.inspect.resync import RESYNC_MAX_PAYLOAD
 from amqp_codec.v0_9_1 import Basic, Channel, Connection
@@ -1042,3 +1043,23 @@ def test_a_capture_changed_between_the_passes_is_said_not_cut(
     said = str(raised.value)
     assert said.startswith(f"capture {victim} changed while it was analysed (")
     assert "\n" not in said
+
+
+def test_batches_keep_order_and_bound_their_bytes() -> None:
+    sizes = [3, 3, 3, 10, 1, None, 2, 2, 9, 4]
+    batches = batched(list(range(len(sizes))), sizes.__getitem__, 8)
+    assert batches == [[0, 1], [2], [3], [4], [5], [6, 7], [8], [9]]
+    assert batched([], sizes.__getitem__, 8) == []
+
+
+def test_a_capture_rotated_into_small_files_is_dissected_several_files_to_a_task(
+    tmp_path: Path,
+) -> None:
+    """A task per small file costs more than its work (and four part files each): small
+    splits are scanned and dissected in batches, with the tables of one pass."""
+    made = generate(tmp_path / "captures", 600_000, 40, seed=5, concurrency=6)
+    paths = [str(path) for path in made.files]
+    assert len(paths) >= 30
+    _check(paths, tmp_path / "out", DEFAULT_SPLIT_BYTES)
+    written = sorted(path.name for path in (tmp_path / "out" / "frames").iterdir())
+    assert len(written) <= 2, written  # one batch's file, and the driver's

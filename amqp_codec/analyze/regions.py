@@ -55,6 +55,7 @@ __all__ = [
     "fallback_region",
     "finish_connections",
     "run_task",
+    "run_tasks",
     "tcp_counts",
 ]
 
@@ -529,8 +530,27 @@ def _items(stream: StreamPlan, region: RegionPlan, source: _Source) -> Iterator[
 
 def run_task(task: Task) -> TaskResult:
     """Dissect the task's regions into its part files (runs in a Spark task)."""
-    result = TaskResult(task.name)
-    writers = TableWriters(task.out, task.name)
+    return run_tasks([task])
+
+
+def run_tasks(tasks: Sequence[Task]) -> TaskResult:
+    """Dissect the regions of ``tasks``, one after another, into one set of part files named
+    after the first; their results as one (a Spark task runs the tasks of several small
+    splits this way: see :func:`~.job.batched`)."""
+    result = TaskResult(tasks[0].name)
+    writers = TableWriters(tasks[0].out, tasks[0].name)
+    for task in tasks:
+        _dissect(task, result, writers)
+    result.rows = writers.close()
+    result.files = dict(writers.files)
+    result.tallies = writers.tallies
+    return result
+
+
+def _dissect(task: Task, result: TaskResult, writers: TableWriters) -> None:
+    """Dissect ``task``'s regions into ``writers``; add its regions, parts and finished
+    connections to ``result``."""
+    own = TaskResult(task.name)
     source = _Source(task)
     source.home()
     for stream, region in task.regions:
@@ -545,15 +565,14 @@ def run_task(task: Task) -> TaskResult:
             writers.extend(others)
         facts = dissector.facts
         facts.protocol = None  # travels by name (spec)
-        result.regions.append(RegionResult(stream.id, region.index, dissector.edge, facts))
-    result.parts = list(source.counts.values())
-    finish_connections(task, result, writers)
-    result.rows = writers.close()
-    result.files = dict(writers.files)
-    result.tallies = writers.tallies
+        own.regions.append(RegionResult(stream.id, region.index, dissector.edge, facts))
+    own.parts = list(source.counts.values())
+    finish_connections(task, own, writers)
+    result.regions += own.regions
+    result.parts += own.parts
+    result.finished += own.finished
     if task.split is not None:
-        result.bytes = task.split.end - task.split.start
-    return result
+        result.bytes += task.split.end - task.split.start
 
 
 def tcp_counts(parts: Iterable[PartCounts]) -> dict[int, list[int]]:

@@ -20,7 +20,7 @@ split (a reused port pair is a new TCP connection), and by its direction.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from ..capture.packets import (
@@ -50,6 +50,7 @@ __all__ = [
     "StreamPart",
     "plan_splits",
     "scan_split",
+    "scan_splits",
     "segments_of",
     "synced",
     "unwrap",
@@ -308,6 +309,11 @@ def scan_split(split: Split) -> SplitScan:
         more,
         parts,
     )
+
+
+def scan_splits(splits: Sequence[Split]) -> list[SplitScan]:
+    """:func:`scan_split` of each of ``splits`` (a batch of small ones, run as one task)."""
+    return [scan_split(split) for split in splits]
 
 
 def synced(split: Split) -> Split:
