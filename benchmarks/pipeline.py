@@ -56,12 +56,16 @@ __all__ = ["Result", "main"]
 
 DEFAULT_CACHE = Path(tempfile.gettempdir()) / "amqp-codec-bench-captures"
 
-# Runs in a child process: the job on MASTER, its summary as JSON on the last line.
+# Runs in a child process: the job on MASTER over the capture files a JSON file lists (a
+# rotated set's thousands of paths would not fit in its arguments), its summary as JSON on
+# the last line.
 _JOB = """
 import json, sys
 from amqp_codec.analyze import run
 
-summary = run(json.loads(sys.argv[1]), sys.argv[2], master=sys.argv[3], progress=True)
+with open(sys.argv[1]) as listed:
+    captures = json.load(listed)
+summary = run(captures, sys.argv[2], master=sys.argv[3], progress=True)
 print(json.dumps({"seconds": summary.seconds, "counts": summary.counts}))
 """
 
@@ -167,15 +171,28 @@ class TreeCpu:
 
 #: Messages per connection of a ``short`` set: a file of some 20,000 connections per 530 MB.
 SHORT_MESSAGES = 2
+#: File size of a ``rotated`` set: a capture rotated into many small files, as ``tcpdump -G``
+#: rotates a quiet port's traffic by the minute.
+ROTATED_FILE_BYTES = 20_000
 
 
 def capture_set(
-    cache: Path, size: int, files: int, seed: int, *, mss: int | None = None, short: bool = False
+    cache: Path,
+    size: int,
+    files: int,
+    seed: int,
+    *,
+    mss: int | None = None,
+    short: bool = False,
+    rotated: bool = False,
 ) -> tuple[CaptureSet, float]:
     """The set from the cache if it was generated with the same arguments, else a new one.
 
     ``mss``: one long connection in one file, in segments of that size; ``short``: one file
-    of many short connections (else many connections in ``files`` files)."""
+    of many short connections; ``rotated``: many connections in files of about
+    :data:`ROTATED_FILE_BYTES` (else many connections in ``files`` files)."""
+    if rotated:
+        files = max(1, size // ROTATED_FILE_BYTES)
     shape = f"one-{mss}" if mss else "short" if short else f"many-{files}"
     target = cache / f"set-{shape}-{size}-{seed}-v{GENERATOR_VERSION}"
     kept = cached(target)
@@ -310,7 +327,9 @@ def bench_pipeline(
     result = Result(name, load=_load())
     out = scratch / f"out-local-{cores}"
     env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable)
-    job = [sys.executable, "-c", _JOB, json.dumps([str(p) for p in files]), str(out)]
+    listed = scratch / "captures.json"
+    listed.write_text(json.dumps([str(p) for p in files]))
+    job = [sys.executable, "-c", _JOB, str(listed), str(out)]
     started = time.perf_counter()
     with log.open("w") as err:
         child = subprocess.Popen(
@@ -430,15 +449,22 @@ def table(results: Sequence[Result]) -> str:
     return "\n".join(lines)
 
 
+def _size_name(size: int) -> str:
+    """``1.1 GB``, or ``42.7 MB`` below a GB."""
+    return f"{size / 1e9:.1f} GB" if size >= 1e9 else f"{size / 1e6:.1f} MB"
+
+
 def _shape(text: str) -> tuple[str, int | None, int]:
-    """``many:1G``, ``short:512M``, ``one-1448:6G`` or ``live:2G`` -> (kind, mss or None,
-    size)."""
+    """``many:1G``, ``short:512M``, ``rotated:40M``, ``one-1448:6G`` or ``live:2G`` -> (kind,
+    mss or None, size)."""
     kind, _, size = text.partition(":")
     mss = None
     if kind.startswith("one-"):
         mss = int(kind[4:])
-    elif kind not in ("many", "short", "live"):
-        raise argparse.ArgumentTypeError(f"unknown shape {kind!r}: many, short, one-MSS or live")
+    elif kind not in ("many", "short", "rotated", "live"):
+        raise argparse.ArgumentTypeError(
+            f"unknown shape {kind!r}: many, short, rotated, one-MSS or live"
+        )
     return kind, mss, parse_size(size or "1G")
 
 
@@ -456,6 +482,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=DEFAULT_SHAPES,
         help="capture sets, comma-separated: many:SIZE (many connections in --files files), "
         "short:SIZE (one file of short connections, two messages each), "
+        f"rotated:SIZE (many connections in files of {ROTATED_FILE_BYTES // 1000} kB), "
         "one-MSS:SIZE (one connection, MSS-byte segments) or live:SIZE (one connection to the "
         "broker on 127.0.0.1:5672, recorded by dumpcap; see benchmarks/live.py); default "
         f"{DEFAULT_SHAPES}",
@@ -494,7 +521,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             c: Counts | LiveCounts = recorded.counts
             files = recorded.files
             check, packets, frames = live_check(recorded.counts), None, None
-            name = f"{label} {c.file_bytes / 1e9:.1f} GB"
+            name = f"{label} {_size_name(c.file_bytes)}"
             sets[name] = {"arguments": recorded.arguments, "counts": asdict(c)}
             made = f"recorded in {made_in:.1f} s" if made_in else "from the cache"
             print(
@@ -505,12 +532,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         else:
             captures, made_in = capture_set(
-                args.cache, size, args.files, args.seed, mss=mss, short=label == "short"
+                args.cache,
+                size,
+                args.files,
+                args.seed,
+                mss=mss,
+                short=label == "short",
+                rotated=label == "rotated",
             )
             c = captures.counts
             files = captures.files
             check, packets, frames = generated_check(c), c.packets, c.frames
-            name = f"{label} {c.file_bytes / 1e9:.1f} GB"
+            name = f"{label} {_size_name(c.file_bytes)}"
             sets[name] = {"arguments": captures.arguments, "counts": asdict(c)}
             print(
                 f"{name}: {len(files)} files, {c.packets:,} packets, {c.connections:,} "
