@@ -52,6 +52,21 @@ def _dead_pid() -> int:
     return int(done.stdout)
 
 
+def _analyze(out: Path, cache: Path, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """``amqp-codec analyze`` of the sample captures into ``out``, archives in ``cache``."""
+    return subprocess.run(
+        [
+            *(sys.executable, "-m", "amqp_codec", "analyze"),
+            *(str(ROOT / "samples/captures"), "--out", str(out), "--quiet"),
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "AMQP_CODEC_CACHE": str(cache), **env},
+        cwd=cwd,
+        check=False,
+    )
+
+
 def test_the_first_run_records_and_a_second_at_the_same_time_does_not(cache: Path) -> None:
     options, archive = archive_options(JAVA)
     recording = cache / f"spark-{_key()}-{os.getpid()}.recording"
@@ -151,23 +166,7 @@ def test_a_damaged_archive_costs_one_start_and_is_deleted(cache: Path, tmp_path:
     data = whole.read_bytes()
     archive.write_bytes(data[: len(data) // 2])
     out = tmp_path / "out"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "amqp_codec",
-            "analyze",
-            str(ROOT / "samples/captures"),
-            "--out",
-            str(out),
-            "--quiet",
-        ],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "AMQP_CODEC_CACHE": str(cache)},
-        cwd=tmp_path,
-        check=False,
-    )
+    done = _analyze(out, cache, tmp_path)
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr and "Exception" not in done.stderr
     assert not archive.exists()
@@ -196,23 +195,7 @@ def test_an_archive_stays_when_java_does_not_start_for_another_reason(
     conf = tmp_path / "spark-conf"
     conf.mkdir()
     (conf / "spark-defaults.conf").write_text("spark.driver.memory 1q\n")
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "amqp_codec",
-            "analyze",
-            str(ROOT / "samples/captures"),
-            "--out",
-            str(tmp_path / "out"),
-            "--quiet",
-        ],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "AMQP_CODEC_CACHE": str(cache), "SPARK_CONF_DIR": str(conf)},
-        cwd=tmp_path,
-        check=False,
-    )
+    done = _analyze(tmp_path / "out", cache, tmp_path, SPARK_CONF_DIR=str(conf))
     assert done.returncode == 2, done.stderr
     assert "Invalid maximum heap size" in done.stderr
     assert archive.read_bytes() == recorded

@@ -414,18 +414,25 @@ def test_what_java_says_as_it_fails_to_start_becomes_one_line(
     assert java_said(output) == said
 
 
+def _with_spark_defaults(
+    tmp_path: Path, captures: Path, setting: str
+) -> subprocess.CompletedProcess[str]:
+    """A quiet run with ``setting`` in a spark-defaults.conf of its own, refused."""
+    conf = tmp_path / "spark-conf"
+    conf.mkdir()
+    (conf / "spark-defaults.conf").write_text(setting + "\n")
+    env = {**os.environ, "SPARK_CONF_DIR": str(conf)}
+    out = str(tmp_path / "out")
+    return refused(tmp_path, str(captures), "--out", out, "--quiet", env=env)
+
+
 def test_java_that_cannot_start_with_the_users_spark_settings(
     tmp_path: Path, captures: Path
 ) -> None:
     """A driver JVM refused by Java (here a heap size it cannot read, from the user's
     spark-defaults.conf) is the user's to fix: one line with Java's reason, exit status 2,
     nothing written; not an internal error."""
-    conf = tmp_path / "spark-conf"
-    conf.mkdir()
-    (conf / "spark-defaults.conf").write_text("spark.driver.memory 1q\n")
-    env = {**os.environ, "SPARK_CONF_DIR": str(conf)}
-    out = str(tmp_path / "out")
-    result = refused(tmp_path, str(captures), "--out", out, "--quiet", env=env)
+    result = _with_spark_defaults(tmp_path, captures, "spark.driver.memory 1q")
     assert_one_line_error(
         result,
         2,
@@ -451,12 +458,7 @@ def test_the_java_exception_of_a_spark_failure_is_its_first_line() -> None:
 def test_spark_settings_that_spark_refuses(tmp_path: Path, captures: Path) -> None:
     """Settings Java takes but Spark refuses as its context starts (a driver port out of
     range): one line with Spark's reason, exit status 2, nothing written."""
-    conf = tmp_path / "spark-conf"
-    conf.mkdir()
-    (conf / "spark-defaults.conf").write_text("spark.driver.port 99999999\n")
-    env = {**os.environ, "SPARK_CONF_DIR": str(conf)}
-    out = str(tmp_path / "out")
-    result = refused(tmp_path, str(captures), "--out", out, "--quiet", env=env)
+    result = _with_spark_defaults(tmp_path, captures, "spark.driver.port 99999999")
     assert_one_line_error(
         result, 2, "Spark refused to start: java.lang.IllegalArgumentException", "startPort"
     )
