@@ -788,7 +788,7 @@ def batched(
     than ``target`` bytes together, up to ``target`` bytes a batch; larger ones, and those
     of unknown ``size``, alone.
 
-    A Spark task costs some 25 ms beyond its work (its scheduling, the Python worker's round
+    A Spark task costs 20 to 50 ms beyond its work (its scheduling, the Python worker's round
     trip), and a dissecting task four part files: a capture rotated into 1,947 files of
     22 kB (as ``tcpdump -G`` rotates by the minute) took 57 to 62 s on ``local[2]`` with a
     task per file, 7,844 part files written."""
