@@ -612,6 +612,27 @@ def test_a_new_out_appears_whole(tmp_path: Path) -> None:
     assert sorted(p.name for p in out.parent.iterdir()) == ["out"]  # no staging left
 
 
+@pytest.mark.parametrize("had_outputs", [False, True])
+def test_outputs_another_run_wrote_meanwhile_are_not_replaced(
+    tmp_path: Path, had_outputs: bool
+) -> None:
+    """Two runs into one --out: the one that ends second does not replace what the first
+    wrote there after it began (the user let it replace only what was there then, if
+    anything); its own outputs stay in its staging folder, which the error names."""
+    out = tmp_path / "out"
+    if had_outputs:
+        out.mkdir()
+        _write_outputs(str(out), "before both")
+    clash = pytest.raises(AnalyzeUsageError, match="another run wrote its outputs")
+    with clash as raised, staged_output(str(out)) as staging:
+        _write_outputs(staging, "second")
+        with staged_output(str(out)) as other:  # the other run, which ends first
+            _write_outputs(other, "first")
+    assert (out / "report.html").read_text() == "first"
+    assert staging in str(raised.value)
+    assert (Path(staging) / "report.html").read_text() == "second"
+
+
 def test_success_replaces_only_what_the_job_writes(tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()

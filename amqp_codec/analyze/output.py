@@ -10,6 +10,9 @@ Only what a run of this job wrote is ever deleted: the staging folder's contents
 replaced outputs of a previous run, whose table folders
 :func:`~amqp_codec.analyze.preflight.check_out` has checked hold nothing else. A file that
 turns up there anyway is kept, in a ``.amqp-codec-previous-*`` folder inside ``--out``.
+Outputs that another run put into ``--out`` while this one ran are not the ones the user
+let it replace: they stay, and this run's are left in its staging folder, which the error
+names.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from .preflight import OUTPUT_NAMES, is_spark_output
+from .preflight import OUTPUT_NAMES, AnalyzeUsageError, is_spark_output
 
 __all__ = ["staged_output"]
 
@@ -58,12 +61,33 @@ def staged_output(out: str) -> Iterator[str]:
             break
         except FileExistsError:
             continue
+    before = _outputs(out)  # what the user let this run replace (checked by preflight)
+    kept = False
     try:
         yield staging
+        if _outputs(out) != before:
+            kept = True
+            raise AnalyzeUsageError(
+                f"another run wrote its outputs into {out} while this one ran: they were not "
+                f"replaced; this run's outputs are in {staging}"
+            )
         _commit(staging, out)
     finally:
         # After a commit only the emptied folder is left; after a failure, what the job wrote.
-        shutil.rmtree(staging, ignore_errors=True)
+        if not kept:
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def _outputs(out: str) -> dict[str, int]:
+    """The outputs of a run that ``out`` holds, by name: their inode numbers (another run's
+    replacing them changes those)."""
+    found: dict[str, int] = {}
+    for name in OUTPUT_NAMES:
+        try:
+            found[name] = os.lstat(os.path.join(out, name)).st_ino
+        except OSError:
+            continue
+    return found
 
 
 def _commit(staging: str, out: str) -> None:
