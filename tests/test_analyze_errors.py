@@ -623,7 +623,7 @@ def test_outputs_another_run_wrote_meanwhile_are_not_replaced(
     if had_outputs:
         out.mkdir()
         _write_outputs(str(out), "before both")
-    clash = pytest.raises(AnalyzeUsageError, match="another run wrote its outputs")
+    clash = pytest.raises(AnalyzeUsageError, match="changed while this run ran")
     with clash as raised, staged_output(str(out)) as staging:
         _write_outputs(staging, "second")
         with staged_output(str(out)) as other:  # the other run, which ends first

@@ -68,8 +68,8 @@ def staged_output(out: str) -> Iterator[str]:
         if _outputs(out) != before:
             kept = True
             raise AnalyzeUsageError(
-                f"another run wrote its outputs into {out} while this one ran: they were not "
-                f"replaced; this run's outputs are in {staging}"
+                f"the outputs in {out} changed while this run ran (another run's?): nothing "
+                f"there was replaced; this run's outputs are in {staging}"
             )
         _commit(staging, out)
     finally:
