@@ -3,7 +3,8 @@
 The unit of work is a *split*: a few MiB of one capture file (:mod:`~.scan`), never a whole
 file or a whole connection, so no task, record or buffer grows with a capture or with a
 connection, and every core has work whatever the capture's shape (one connection of
-gigabytes, or a file of thousands of short ones).
+gigabytes, or a file of thousands of short ones). Splits much smaller than that (a capture
+rotated into thousands of small files) go several to a task (:func:`batched`).
 
 1. **Scan** (a task per split): parse the packets, summarise each stream part (sequence
    numbers, byte intervals, SYN/FIN/RST, the stream's first bytes). Only these summaries
