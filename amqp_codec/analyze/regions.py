@@ -31,6 +31,7 @@ from .parquet import TableWriters
 from .pickling import pickled_by_fields
 from .plan import (
     Connection,
+    Interval,
     Plan,
     RegionPlan,
     Slice,
@@ -222,25 +223,18 @@ def _changed(path: str, detail: str) -> CaptureChanged:
     )
 
 
-def _cut(reader: _LazySplit, key: PartKey, spans: list[tuple[int, int]]) -> list[_Candidate]:
+def _cut(reader: _LazySplit, key: PartKey, spans: list[tuple[int, int]]) -> list[Piece]:
     """The bytes part ``key`` of ``reader``'s split owns in ``spans`` (sorted, disjoint), in
     stream order: asked for in that order, as the reader lets go of what lies behind."""
-    out: list[_Candidate] = []
+    out: list[Piece] = []
     for lo, hi in spans:
         for piece in reader.pieces(key, lo):
             start = max(lo, piece.offset)
             end = min(hi, piece.offset + len(piece.data))
             if start >= hi:
                 break
-            out.append(
-                (
-                    start,
-                    end,
-                    piece.ts,
-                    piece.data[start - piece.offset : end - piece.offset],
-                    piece.capture,
-                )
-            )
+            data = piece.data[start - piece.offset : end - piece.offset]
+            out.append(Piece(start, piece.ts, data, piece.capture))
             if end >= hi:
                 break
     return out
@@ -380,25 +374,20 @@ class _Source:
         by the parts before it, of the bytes it carried again, as candidates for placing
         (see :func:`_read_parts`). Each holder is read once, over all the bytes asked of it,
         in stream order (see :func:`_cut`)."""
-        wanted: dict[tuple[int, PartKey], list[tuple[int, int, PartKey]]] = {}
+        # holder part -> (the part asking, the bytes it asks for), for every holder
+        wanted: dict[tuple[int, PartKey], list[tuple[PartKey, tuple[Interval, ...]]]] = {}
         for key, holders in self.task.first_copies.items():
             for part in holders:
-                spans = wanted.setdefault((part.split, part.key), [])
-                spans.extend((lo, hi, key) for lo, hi in part.owned)
+                wanted.setdefault((part.split, part.key), []).append((key, part.owned))
         out: dict[PartKey, list[_Candidate]] = {}
-        for (split, holder), spans in wanted.items():
-            copies = _cut(
-                self.lazy[split], holder, interval_union([], [(lo, hi) for lo, hi, _ in spans])
-            )
-            ends = [copy[1] for copy in copies]
-            for lo, hi, key in spans:
-                found = out.setdefault(key, [])
-                i = bisect.bisect_right(ends, lo)
-                while i < len(copies) and copies[i][0] < hi:
-                    start, end, ts, data, capture = copies[i]
-                    a, b = max(lo, start), min(hi, end)
-                    found.append((a, b, ts, data[a - start : b - start], capture))
-                    i += 1
+        for (split, holder), asks in wanted.items():
+            spans = interval_union([], [span for _, owned in asks for span in owned])
+            copies = _cut(self.lazy[split], holder, spans)
+            for key, owned in asks:
+                out.setdefault(key, []).extend(
+                    (p.offset, p.offset + len(p.data), p.ts, p.data, p.capture)
+                    for p in _clip(copies, owned)
+                )
         return out
 
     def pieces(self, part: Slice, start: int) -> Iterator[Piece]:
