@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import collections
 import os
+import pickle
 import random
 import resource
 import shutil
@@ -39,7 +40,7 @@ from spark_support import (
 
 from amqp_codec.analyze import plan, streams
 from amqp_codec.analyze.heads import NO_FACTS
-from amqp_codec.analyze.job import DEFAULT_SPLIT_BYTES, batched, write_tables
+from amqp_codec.analyze.job import DEFAULT_SPLIT_BYTES, batched, local_map, write_tables
 from amqp_codec.analyze.parquet import TALLIED_AS_WRITTEN
 from amqp_codec.analyze.regions import CaptureChanged
 from amqp_codec.analyze.scan import PartKeys, StreamPart
@@ -1063,3 +1064,31 @@ def test_a_capture_rotated_into_small_files_is_dissected_several_files_to_a_task
     _check(paths, tmp_path / "out", DEFAULT_SPLIT_BYTES)
     written = sorted(path.name for path in (tmp_path / "out" / "frames").iterdir())
     assert len(written) <= 2, written  # one batch's file, and the driver's
+
+
+def _pickled_sizes(sizes: list[int]) -> Any:
+    """A mapper running here that adds the pickled size of each dissecting item to ``sizes``."""
+
+    def measuring(label: str, function: Any, items: list[Any]) -> list[Any]:
+        if label == "dissecting":
+            sizes.extend(len(pickle.dumps(item)) for item in items)
+        return local_map(label, function, items)
+
+    return measuring
+
+
+def test_a_task_carries_the_regions_it_dissects_not_whole_stream_plans(tmp_path: Path) -> None:
+    """The tasks of a long stream do not grow with it: each carries the regions it dissects
+    and what they read, not its streams' plans with all their regions and parts (as they
+    did, 886 MB of pickled tasks for a capture rotated into 1,000 files of 1 MB)."""
+    largest = []
+    for size in (300_000, 1_200_000):
+        made = generate(tmp_path / f"c{size}", size, 1, seed=7, mss=1448, single_connection=True)
+        paths = [str(path) for path in made.files]
+        pickled: list[int] = []
+        out = tmp_path / f"out{size}"
+        write_tables(paths, str(out), split_bytes=20_000, mapper=_pickled_sizes(pickled))
+        assert _written(out) == _reference(paths)
+        assert len(pickled) >= size // 25_000  # a task per split, each of one region
+        largest.append(max(pickled))
+    assert largest[1] < 1.5 * largest[0], largest

@@ -935,10 +935,6 @@ def _tasks(plan: Plan, splits: list[Split], out: str, bodies: bool) -> list[Task
     from amqp_codec.analyze.regions import Task
 
     windows = _windows(plan)
-    home: dict[int, list[Any]] = {}
-    for stream in plan.streams:
-        for region in stream.regions:
-            home.setdefault(region.home, []).append((stream, region))
     by_split: dict[int, dict[Any, Any]] = {}
     for (index, key), window in windows.items():
         by_split.setdefault(index, {})[key] = window
@@ -958,6 +954,13 @@ def _tasks(plan: Plan, splits: list[Split], out: str, bodies: bool) -> list[Task
         read |= {stream.regions[0].home for stream in streams}
         if len(read) == 1:
             finishing.setdefault(read.pop(), []).append(connection)
+    # Those connections' tasks check their streams whole; the others' need less of them.
+    finished = {i for home in finishing.values() for c in home for i in c.streams.values()}
+    home: dict[int, list[Any]] = {}
+    for stream in plan.streams:
+        carried = stream if stream.id in finished else stream.for_task()
+        for region in stream.regions:
+            home.setdefault(region.home, []).append((carried, region))
     tasks = []
     for split in splits:
         parts = by_split.get(split.index, {})

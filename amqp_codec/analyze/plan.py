@@ -26,7 +26,7 @@ dissected again in one pass.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..frames import FRAME_OVERHEAD
@@ -152,6 +152,14 @@ class StreamPlan:
     last_capture: str | None = None
     """The capture file of the stream's last byte kept (where its last frame ends), else the
     connection's first: its ``tcp`` and end-of-connection silence rows name it."""
+
+    def for_task(self) -> StreamPlan:
+        """The stream as a task dissecting some of its regions needs it: without its regions,
+        parts and first copies, which grow with the stream (each task carries the regions it
+        dissects, and these carry their parts). A task per split carrying them whole carried
+        the plan of every stream through it: 886 MB of pickled tasks, 62 s of the driver's
+        time, for a capture rotated into 1,000 files of 1 MB."""
+        return replace(self, regions=[], slices=[], first_copies=None)
 
     def region(self, plan: RegionPlan) -> Region:
         """The :class:`~.streams.Region` a task dissects for ``plan``."""

@@ -83,6 +83,8 @@ class Task:
     parts: dict[PartKey, PartWindow]
     """The home split's analysed parts."""
     regions: list[tuple[StreamPlan, RegionPlan]]
+    """The regions it dissects, each with its stream as :meth:`~.plan.StreamPlan.for_task`
+    gives it (whole for the streams of :attr:`connections`)."""
     splits: dict[int, Split]
     """Every split its regions may read."""
     windows: dict[tuple[int, PartKey], PartWindow]
