@@ -98,10 +98,10 @@ def _written(out: Path) -> dict[str, list[str]]:
     return tables
 
 
-def _check(paths: list[str], out: Path, split_bytes: int) -> int:
+def _check(paths: list[str], out: Path, split_bytes: int, mapper: Any = local_map) -> int:
     """Run the stages; assert the tables equal the one-pass reference; streams redone."""
     expected = _reference(paths)
-    written = write_tables(paths, str(out), split_bytes=split_bytes)
+    written = write_tables(paths, str(out), split_bytes=split_bytes, mapper=mapper)
     counts, redone = written.counts, written.redissected
     got = _written(out)
     for name in TABLES:
@@ -1051,19 +1051,35 @@ def test_batches_keep_order_and_bound_their_bytes() -> None:
     batches = batched(list(range(len(sizes))), sizes.__getitem__, 8)
     assert batches == [[0, 1], [2], [3], [4], [5], [6, 7], [8], [9]]
     assert batched([], sizes.__getitem__, 8) == []
+    # Only items under ``small`` bytes go together, still up to ``target`` a batch.
+    batches = batched(list(range(len(sizes))), sizes.__getitem__, 8, small=4)
+    assert batches == [[0, 1], [2], [3], [4], [5], [6, 7], [8], [9]]
+    batches = batched(list(range(len(sizes))), sizes.__getitem__, 8, small=3)
+    assert batches == [[0], [1], [2], [3], [4], [5], [6, 7], [8], [9]]
 
 
 def test_a_capture_rotated_into_small_files_is_dissected_several_files_to_a_task(
     tmp_path: Path,
 ) -> None:
     """A task per small file costs more than its work (and four part files each): small
-    splits are scanned and dissected in batches, with the tables of one pass."""
+    splits are scanned and dissected in batches, with the tables of one pass. A batch's
+    splits are one region of each stream: with 280 kB splits, three batches of files of
+    9 to 17 kB, so regions that span files meet regions that span files."""
     made = generate(tmp_path / "captures", 600_000, 40, seed=5, concurrency=6)
     paths = [str(path) for path in made.files]
     assert len(paths) >= 30
     _check(paths, tmp_path / "out", DEFAULT_SPLIT_BYTES)
     written = sorted(path.name for path in (tmp_path / "out" / "frames").iterdir())
     assert len(written) <= 2, written  # one batch's file, and the driver's
+    results: list[Any] = []
+    _check(paths, tmp_path / "out-280k", 280_000, mapper=_finishing(results))
+    assert len(results) == 3
+    # A region per batch a stream runs through, not per file (left to the driver: regions
+    # of connections not finished by their task).
+    regions = sum(len(result.regions) for result in results)
+    assert regions <= 3 * 2 * made.counts.connections, regions
+    written = sorted(path.name for path in (tmp_path / "out-280k" / "frames").iterdir())
+    assert len(written) <= len(results) + 1, written
 
 
 def _pickled_sizes(sizes: list[int]) -> Any:

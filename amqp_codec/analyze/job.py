@@ -78,8 +78,8 @@ __all__ = [
 DEFAULT_PORTS: tuple[int, ...] = (5672,)
 #: Capture bytes per split: what one task reads (and, with what it reads past its end, holds).
 DEFAULT_SPLIT_BYTES = 64 * 2**20
-#: Splits smaller than the split size over this (4 MiB by default) are scanned and dissected
-#: several to a task, up to that many capture bytes a task (see :func:`batched`).
+#: Splits smaller than the split size over this (4 MiB by default: small capture files) are
+#: scanned and dissected several to a task, up to the split size a task (see :func:`batched`).
 BATCH_SHARE = 16
 
 _Item = TypeVar("_Item")
@@ -762,13 +762,19 @@ def write_tables(
     splits = plan_splits(files, split_bytes)
     _clear_tables(out)
     with _collector_spared() as spare:
-        batch_bytes = max(split_bytes // BATCH_SHARE, 1)
-        batches = batched(splits, _capture_bytes, batch_bytes)
+        # Small splits (small files) go several to a task, up to the split size, as if they
+        # were one split: their scans, and their regions (see make_plan).
+        small = max(split_bytes // BATCH_SHARE, 1)
+        batches = batched(splits, _capture_bytes, split_bytes, small=small)
         scans = [scan for done in mapper("scanning", scan_splits, batches) for scan in done]
         splits, scans = _whole_where_needed(mapper, splits, scans)
         splits, scans = _chain(splits, scans)
         spare()  # the scans
-        plan = make_plan(scans, files, [s.file for s in splits], frozenset(ports))
+        groups = [0] * len(splits)
+        for number, group in enumerate(batched(splits, _capture_bytes, split_bytes, small=small)):
+            for split in group:
+                groups[split.index] = number
+        plan = make_plan(scans, files, [s.file for s in splits], frozenset(ports), groups)
         complete_heads(plan, splits)
         spare()  # the plan
         n = len(plan.connections)
@@ -777,17 +783,21 @@ def write_tables(
             f"{sum(len(s.regions) for s in plan.streams):,} stream regions; dissecting"
         )
         tasks = _tasks(plan, splits, out, bodies)
-        results = mapper("dissecting", run_tasks, batched(tasks, _capture_bytes, batch_bytes))
+        results = mapper("dissecting", run_tasks, _grouped(tasks, groups))
         spare()  # the tasks' results
         return _finish(mapper, say, plan, splits, scans, results, out, bodies, problems)
 
 
 def batched(
-    items: Sequence[_Item], size: Callable[[_Item], int | None], target: int
+    items: Sequence[_Item],
+    size: Callable[[_Item], int | None],
+    target: int,
+    *,
+    small: int | None = None,
 ) -> list[list[_Item]]:
     """``items`` in order, in batches that each run as one task: consecutive items of fewer
-    than ``target`` bytes together, up to ``target`` bytes a batch; larger ones, and those
-    of unknown ``size``, alone.
+    than ``small`` bytes (default ``target``) together, up to ``target`` bytes a batch;
+    others, and those of unknown ``size``, alone.
 
     A Spark task costs 20 to 50 ms beyond its work (its scheduling, the Python worker's round
     trip), and a dissecting task four part files: a capture rotated into 1,947 files of
@@ -795,9 +805,10 @@ def batched(
     task per file, 7,844 part files written."""
     out: list[list[_Item]] = []
     held = 0  # bytes in the last batch, while it takes more
+    small = target if small is None else small
     for item in items:
         n = size(item)
-        if n is None or n >= target:
+        if n is None or n >= small:
             out.append([item])
             held = target
         elif out and held + n <= target:
@@ -806,6 +817,20 @@ def batched(
         else:
             out.append([item])
             held = n
+    return out
+
+
+def _grouped(tasks: list[Task], groups: Sequence[int]) -> list[list[Task]]:
+    """``tasks`` in order, those of each group of splits (see :func:`make_plan`) together."""
+    out: list[list[Task]] = []
+    last = -1
+    for task in tasks:
+        group = -1 if task.split is None else groups[task.split.index]
+        if out and group == last and group >= 0:
+            out[-1].append(task)
+        else:
+            out.append([task])
+        last = group
     return out
 
 

@@ -312,10 +312,14 @@ def make_plan(
     paths: Sequence[str],
     split_files: Sequence[int],
     ports: Collection[int],
+    groups: Sequence[int] | None = None,
 ) -> Plan:
     """Plan the second pass from the first pass's ``scans`` (in split order).
 
-    ``paths[split_files[i]]`` is split ``i``'s capture file.
+    ``paths[split_files[i]]`` is split ``i``'s capture file. ``groups[i]``: the group of
+    consecutive splits that split ``i`` is dissected with (one task dissects a group's
+    splits: see :func:`~.job.batched`); a stream has a region per group it advances in,
+    not per split. None: each split alone.
     """
     by_ends: dict[Endpoints, list[tuple[int, PartKey, StreamPart]]] = {}
     for scan in scans:
@@ -329,7 +333,9 @@ def make_plan(
         for split, key, part in parts:
             incarnations.setdefault(numbers[(split, key[1])], []).append((split, key, part))
         for number in sorted(incarnations):
-            _plan_connection(plan, ends, number, incarnations[number], paths, split_files, ports)
+            _plan_connection(
+                plan, ends, number, incarnations[number], paths, split_files, ports, groups
+            )
     return plan
 
 
@@ -341,6 +347,7 @@ def _plan_connection(
     paths: Sequence[str],
     split_files: Sequence[int],
     ports: Collection[int],
+    groups: Sequence[int] | None,
 ) -> None:
     server = _server_side(ends, parts, ports)
     client = ends[0] if ends[1] == server else ends[1]
@@ -357,7 +364,7 @@ def _plan_connection(
     regions: dict[str, list[_Region]] = {}
     for direction, mine in by_direction.items():
         stream, head, first_bytes, found, regions[direction] = _plan_stream(
-            direction, mine, paths, split_files
+            direction, mine, paths, split_files, groups
         )
         streams[direction] = (stream, head, first_bytes, found)
     heads = {d: s[1] for d, s in streams.items()}
@@ -483,12 +490,13 @@ def _plan_stream(
     parts: list[tuple[int, PartKey, StreamPart]],
     paths: Sequence[str],
     split_files: Sequence[int],
+    groups: Sequence[int] | None = None,
 ) -> tuple[StreamPlan, bytes | None, bytes, HeadFacts | None, list[_Region]]:
     """One direction's stream: its parts placed and owned; its head (if its start was
     captured), first bytes and what the head shows (as its scan found it); its regions."""
     if len(parts) == 1:
         return _plan_one_part(direction, parts[0], paths, split_files)
-    return _plan_parts(direction, parts, paths, split_files)
+    return _plan_parts(direction, parts, paths, split_files, groups)
 
 
 def _plan_parts(
@@ -496,9 +504,11 @@ def _plan_parts(
     parts: list[tuple[int, PartKey, StreamPart]],
     paths: Sequence[str],
     split_files: Sequence[int],
+    groups: Sequence[int] | None = None,
 ) -> tuple[StreamPlan, bytes | None, bytes, HeadFacts | None, list[_Region]]:
     """:func:`_plan_stream` of any number of parts: each owns what no part before it holds,
-    and each split that brings new bytes is home to a region."""
+    and each split that brings new bytes is home to a region, or the first such split of a
+    group (see :func:`make_plan`) to one for the group."""
     absolute: list[int] = []
     last: int | None = None
     for _, _, part in parts:
@@ -535,6 +545,7 @@ def _plan_parts(
     slices: list[Slice] = []
     first_copies: dict[int, tuple[Slice, ...]] = {}
     homes: list[tuple[int, int, int]] = []  # (start, end, split) of each region
+    last_split = parts[0][0]  # the split of the stream's last byte
     for first, (split, key, part) in zip(absolute, parts, strict=True):
         offset0 = first - base
         covered = _placed(part, offset0, limit)
@@ -545,8 +556,15 @@ def _plan_parts(
         slices.append(Slice(split, key, offset0, tuple(owned)))
         top = max((hi for _, hi in owned), default=high)
         if top > high:
-            homes.append((high, top, split))
+            if homes and groups is not None and groups[homes[-1][2]] == groups[split]:
+                # A group's splits are dissected by one task: one region for all of them
+                # (a region per small file costs a search for its first frame, and a read
+                # on into the next files to finish its last message).
+                homes[-1] = (homes[-1][0], top, homes[-1][2])
+            else:
+                homes.append((high, top, split))
             high = top
+            last_split = split
     if not homes:
         homes.append((0, 0, parts[0][0]))
     ordered = sorted((s for s in slices if s.owned), key=lambda s: s.low)
@@ -580,7 +598,7 @@ def _plan_parts(
         rst=any(p.rst for _, _, p in parts),
         slices=slices,
         first_copies=first_copies or None,
-        last_capture=paths[split_files[homes[-1][2]]] if high else None,
+        last_capture=paths[split_files[last_split]] if high else None,
     )
     return stream, head, first_bytes, facts, regions
 

@@ -353,12 +353,15 @@ class _Readers:
 
 class _Source:
     """The pieces of a task's parts: its home split's parsed once, whole (its TCP counts come
-    from there); other splits' read lazily, packet by packet, only as far as a region needs."""
+    from there); other splits' read lazily, packet by packet, only as far as a region needs,
+    except those that are homes of the same batch's tasks (see :class:`_Batch`)."""
 
-    def __init__(self, task: Task) -> None:
+    def __init__(self, task: Task, batch: _Batch | None = None) -> None:
         self.task = task
+        self.batch = batch
         self.home_pieces: dict[PartKey, list[Piece]] = {}
         self.counts: dict[PartKey, PartCounts] = {}
+        self.parsed = False
         windows: dict[int, dict[PartKey, PartWindow]] = {}
         for (split, key), window in task.windows.items():
             windows.setdefault(split, {})[key] = window
@@ -366,10 +369,11 @@ class _Source:
 
     def home(self) -> None:
         task = self.task
-        if task.split is not None:
+        if task.split is not None and not self.parsed:
             self.home_pieces, self.counts = _read_parts(
                 task.split, task.parts, self.first_copies(), task.unread_copies
             )
+        self.parsed = True
 
     def first_copies(self) -> dict[PartKey, list[_Candidate]]:
         """Per part of the home split in :attr:`Task.first_copies`: the first copies, held
@@ -396,14 +400,46 @@ class _Source:
         """``part``'s owned pieces that end after ``start``, in stream order."""
         task = self.task
         if task.split is not None and part.split == task.split.index:
-            # Disjoint and in stream order: past the first piece that ends after ``start``,
-            # every one does.
-            home = self.home_pieces.get(part.key, [])
-            first = 0
-            while first < len(home) and home[first].offset + len(home[first].data) <= start:
-                first += 1
-            return iter(home[first:] if first else home)
+            return self.home_from(part.key, start)
+        other = None if self.batch is None else self.batch.source(part.split)
+        if other is not None:
+            other.home()
+            return other.home_from(part.key, start)
         return self.lazy[part.split].pieces(part.key, start)
+
+    def home_from(self, key: PartKey, start: int) -> Iterator[Piece]:
+        """Home part ``key``'s owned pieces that end after ``start``, in stream order."""
+        # Disjoint and in stream order: past the first piece that ends after ``start``, every
+        # one does.
+        home = self.home_pieces.get(key, [])
+        first = 0
+        while first < len(home) and home[first].offset + len(home[first].data) <= start:
+            first += 1
+        return iter(home[first:] if first else home)
+
+
+class _Batch:
+    """The sources of a batch's tasks (see :func:`run_tasks`), each home split parsed once.
+
+    A batch's splits follow one another (small files), and a stream has one region for all
+    of them (see :func:`~.plan.make_plan`), dissected by the first task: it reads the other
+    tasks' home splits. A task's source is kept from when a task before it first reads its
+    split until the task is done, so no more than the batch's bytes (a split's) are held."""
+
+    def __init__(self, tasks: Sequence[Task]) -> None:
+        self.tasks = {task.split.index: task for task in tasks if task.split is not None}
+        self.sources: dict[int, _Source] = {}
+
+    def source(self, split: int) -> _Source | None:
+        """The source of the task whose home is ``split``, if it is in this batch."""
+        source = self.sources.get(split)
+        if source is None and split in self.tasks:
+            source = self.sources[split] = _Source(self.tasks.pop(split), self)
+        return source
+
+    def done(self, task: Task) -> None:
+        if task.split is not None:
+            self.sources.pop(task.split.index, None)
 
 
 class _LazySplit:
@@ -530,19 +566,20 @@ def run_tasks(tasks: Sequence[Task]) -> TaskResult:
     splits this way: see :func:`~.job.batched`)."""
     result = TaskResult(tasks[0].name)
     writers = TableWriters(tasks[0].out, tasks[0].name)
+    batch = _Batch(tasks)
     for task in tasks:
-        _dissect(task, result, writers)
+        _dissect(task, result, writers, batch)
     result.rows = writers.close()
     result.files = dict(writers.files)
     result.tallies = writers.tallies
     return result
 
 
-def _dissect(task: Task, result: TaskResult, writers: TableWriters) -> None:
+def _dissect(task: Task, result: TaskResult, writers: TableWriters, batch: _Batch) -> None:
     """Dissect ``task``'s regions into ``writers``; add its regions, parts and finished
     connections to ``result``."""
     own = TaskResult(task.name)
-    source = _Source(task)
+    source = (None if task.split is None else batch.source(task.split.index)) or _Source(task)
     source.home()
     for stream, region in task.regions:
         dissector = DirectionDissector(
@@ -558,6 +595,7 @@ def _dissect(task: Task, result: TaskResult, writers: TableWriters) -> None:
         facts.protocol = None  # travels by name (spec)
         own.regions.append(RegionResult(stream.id, region.index, dissector.edge, facts))
     own.parts = list(source.counts.values())
+    batch.done(task)
     finish_connections(task, own, writers)
     result.regions += own.regions
     result.parts += own.parts
