@@ -184,15 +184,15 @@ def capture_set(
     *,
     mss: int | None = None,
     short: bool = False,
-    rotated: bool = False,
+    rotated: int | None = None,
 ) -> tuple[CaptureSet, float]:
     """The set from the cache if it was generated with the same arguments, else a new one.
 
     ``mss``: one long connection in one file, in segments of that size; ``short``: one file
-    of many short connections; ``rotated``: many connections in files of about
-    :data:`ROTATED_FILE_BYTES` (else many connections in ``files`` files)."""
+    of many short connections; ``rotated``: many connections in files of about that many
+    bytes (else many connections in ``files`` files)."""
     if rotated:
-        files = max(1, size // ROTATED_FILE_BYTES)
+        files = max(1, size // rotated)
     shape = f"one-{mss}" if mss else "short" if short else f"many-{files}"
     target = cache / f"set-{shape}-{size}-{seed}-v{GENERATOR_VERSION}"
     kept = cached(target)
@@ -455,17 +455,21 @@ def _size_name(size: int) -> str:
 
 
 def _shape(text: str) -> tuple[str, int | None, int]:
-    """``many:1G``, ``short:512M``, ``rotated:40M``, ``one-1448:6G`` or ``live:2G`` -> (kind,
-    mss or None, size)."""
+    """``many:1G``, ``short:512M``, ``rotated:40M``, ``rotated-1M:1G``, ``one-1448:6G`` or
+    ``live:2G`` -> (the shape's name, its number (an MSS, a rotated set's file size) or None,
+    size)."""
     kind, _, size = text.partition(":")
-    mss = None
+    number = None
     if kind.startswith("one-"):
-        mss = int(kind[4:])
-    elif kind not in ("many", "short", "rotated", "live"):
+        number = int(kind[4:])
+    elif kind.startswith("rotated"):
+        file_size = kind.removeprefix("rotated").removeprefix("-")
+        number = parse_size(file_size) if file_size else ROTATED_FILE_BYTES
+    elif kind not in ("many", "short", "live"):
         raise argparse.ArgumentTypeError(
-            f"unknown shape {kind!r}: many, short, rotated, one-MSS or live"
+            f"unknown shape {kind!r}: many, short, rotated, rotated-FILESIZE, one-MSS or live"
         )
-    return kind, mss, parse_size(size or "1G")
+    return kind, number, parse_size(size or "1G")
 
 
 DEFAULT_SHAPES = "many:1G,one-1448:1G,one-65000:1G,one-1448:6G"
@@ -482,7 +486,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=DEFAULT_SHAPES,
         help="capture sets, comma-separated: many:SIZE (many connections in --files files), "
         "short:SIZE (one file of short connections, two messages each), "
-        f"rotated:SIZE (many connections in files of {ROTATED_FILE_BYTES // 1000} kB), "
+        f"rotated:SIZE (many connections in files of {ROTATED_FILE_BYTES // 1000} kB; "
+        "rotated-FILESIZE:SIZE in files of that size), "
         "one-MSS:SIZE (one connection, MSS-byte segments) or live:SIZE (one connection to the "
         "broker on 127.0.0.1:5672, recorded by dumpcap; see benchmarks/live.py); default "
         f"{DEFAULT_SHAPES}",
@@ -511,7 +516,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     results: list[Result] = []
     sets: dict[str, Any] = {}
-    for label, mss, size in shapes:
+    for label, number, size in shapes:
         if label == "live":
             try:
                 recorded, made_in = live_set(args.cache, size, args.seed)
@@ -536,9 +541,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 size,
                 args.files,
                 args.seed,
-                mss=mss,
+                mss=number if label.startswith("one-") else None,
                 short=label == "short",
-                rotated=label == "rotated",
+                rotated=number if label.startswith("rotated") else None,
             )
             c = captures.counts
             files = captures.files
