@@ -4,7 +4,7 @@ The unit of work is a *split*: a few MiB of one capture file (:mod:`~.scan`), ne
 file or a whole connection, so no task, record or buffer grows with a capture or with a
 connection, and every core has work whatever the capture's shape (one connection of
 gigabytes, or a file of thousands of short ones). Splits much smaller than that (a capture
-rotated into thousands of small files) go several to a task (:func:`batched`).
+rotated into thousands of small files) go several to a task, as one split (:func:`batched`).
 
 1. **Scan** (a task per split): parse the packets, summarise each stream part (sequence
    numbers, byte intervals, SYN/FIN/RST, the stream's first bytes). Only these summaries
@@ -802,7 +802,8 @@ def batched(
     A Spark task costs 20 to 50 ms beyond its work (its scheduling, the Python worker's round
     trip), and a dissecting task four part files: a capture rotated into 1,947 files of
     22 kB (as ``tcpdump -G`` rotates by the minute) took 57 to 62 s on ``local[2]`` with a
-    task per file, 7,844 part files written."""
+    task per file, 7,844 part files written. The batches of small splits are also one region
+    of each stream (see :func:`~.plan.make_plan`)."""
     out: list[list[_Item]] = []
     held = 0  # bytes in the last batch, while it takes more
     small = target if small is None else small

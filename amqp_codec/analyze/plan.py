@@ -10,7 +10,8 @@ without touching a payload byte:
 * which part *owns* each stream byte: the first split that carried it (a retransmission in a
   later split is a copy), so that parts never overlap;
 * the stream's *regions*: each split whose part advances the stream's high-water mark is
-  home to the region from the previous mark to the new one. One task per split dissects its
+  home to the region from the previous mark to the new one (a batch of small splits, small
+  files, is home to one region: see ``groups``). One task per split dissects its
   home regions (:mod:`amqp_codec.analyze.regions`), reading the bytes other splits own where
   a region needs them;
 * which connections are AMQP (their first bytes), and for long streams the version and
