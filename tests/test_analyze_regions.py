@@ -1051,11 +1051,6 @@ def test_batches_keep_order_and_bound_their_bytes() -> None:
     batches = batched(list(range(len(sizes))), sizes.__getitem__, 8)
     assert batches == [[0, 1], [2], [3], [4], [5], [6, 7], [8], [9]]
     assert batched([], sizes.__getitem__, 8) == []
-    # Only items under ``small`` bytes go together, still up to ``target`` a batch.
-    batches = batched(list(range(len(sizes))), sizes.__getitem__, 8, small=4)
-    assert batches == [[0, 1], [2], [3], [4], [5], [6, 7], [8], [9]]
-    batches = batched(list(range(len(sizes))), sizes.__getitem__, 8, small=3)
-    assert batches == [[0], [1], [2], [3], [4], [5], [6, 7], [8], [9]]
 
 
 def test_a_capture_rotated_into_small_files_is_dissected_several_files_to_a_task(
