@@ -38,11 +38,11 @@ from spark_support import (
     write_pcap,
 )
 
-from amqp_codec.analyze import plan, streams
+from amqp_codec.analyze import plan, regions, streams
 from amqp_codec.analyze.heads import NO_FACTS
 from amqp_codec.analyze.job import DEFAULT_SPLIT_BYTES, batched, local_map, write_tables
 from amqp_codec.analyze.parquet import TALLIED_AS_WRITTEN
-from amqp_codec.analyze.regions import CaptureChanged
+from amqp_codec.analyze.regions import CaptureChanged, PartWindow
 from amqp_codec.analyze.scan import PartKeys, StreamPart
 from amqp_codec.analyze.streams import analyze_connection, endpoints
 from amqp_codec.analyze.tables import TABLES
@@ -58,6 +58,7 @@ from amqp_codec.capture.packets import (
     read_range,
 )
 from amqp_codec.capture.synthetic import generate
+from amqp_codec.capture.tcp import place
 from amqp_codec.frames import ContentBodyFrame, HeartbeatFrame, MethodFrame
 from amqp_codec.inspect.resync import RESYNC_MAX_PAYLOAD
 from amqp_codec.v0_9_1 import Basic, Channel, Connection
@@ -1103,3 +1104,35 @@ def test_a_task_carries_the_regions_it_dissects_not_whole_stream_plans(tmp_path:
         assert len(pickled) >= size // 25_000  # a task per split, each of one region
         largest.append(max(pickled))
     assert largest[1] < 1.5 * largest[0], largest
+
+
+@settings(max_examples=300, derandomize=True)
+@given(
+    spans=st.lists(st.tuples(st.integers(0, 300), st.integers(1, 60)), min_size=1, max_size=60),
+    start=st.integers(0, 320),
+)
+def test_a_lazy_reader_gives_each_byte_from_its_first_carrier(
+    spans: list[tuple[int, int]], start: int
+) -> None:
+    """A split read lazily gives a part's owned bytes as placing all its segments does: each
+    byte from the first segment, in capture order, that carried it, whatever the order and
+    overlaps of the segments already parsed (as reading another part first leaves them)."""
+    candidates = [
+        (lo, lo + size, float(i), bytes([i]) * size, "c") for i, (lo, size) in enumerate(spans)
+    ]
+    owned = tuple(plan.interval_union([], [(lo, hi) for lo, hi, *_ in candidates]))
+    reader = object.__new__(regions._LazySplit)
+    reader.windows = {"part": PartWindow(0, 0, None, owned)}  # type: ignore[dict-item]
+    reader.pending = {"part": collections.deque(candidates)}  # type: ignore[dict-item]
+    reader.packets = iter(())
+    got = {}
+    for piece in reader.pieces("part", start):  # type: ignore[arg-type]
+        for i, octet in enumerate(piece.data):
+            assert piece.offset + i not in got
+            got[piece.offset + i] = octet
+    expected = {}
+    for piece in place(candidates)[0]:
+        for i, octet in enumerate(piece.data):
+            if piece.offset + i >= start:
+                expected[piece.offset + i] = octet
+    assert got == expected
