@@ -113,6 +113,10 @@ class RegionPlan:
     """The parts holding its bytes and those after it that it may read, by lowest offset."""
     reads_to_end: bool = True
     """:attr:`slices` hold every byte of the stream after the region's start."""
+    horizon: int | None = None
+    """Where :attr:`slices` stop holding every byte of the stream (None: they never do, as
+    :attr:`reads_to_end` says): past it, bytes may lie in parts not among them, which the
+    region must not take for bytes lost (see :data:`READ_AHEAD_PARTS`)."""
 
 
 @dataclass(slots=True)
@@ -483,7 +487,7 @@ def negotiation_of(
 
 #: A region planned for a stream whose id is not known yet: the fields of
 #: :class:`RegionPlan` after ``stream``.
-_Region = tuple[int, int, int | None, int, tuple[Slice, ...], bool]
+_Region = tuple[int, int, int | None, int, tuple[Slice, ...], bool, int | None]
 
 
 def _plan_stream(
@@ -574,13 +578,19 @@ def _plan_parts(
         last_region = index == len(homes) - 1
         region_end = None if last_region else end
         chosen = [s for s in ordered if s.owned[-1][1] > start]
-        complete = True
+        horizon = None
         if region_end is not None:
             inside = [s for s in chosen if s.low < region_end]
             after = [s for s in chosen if s.low >= region_end]
-            complete = len(after) <= READ_AHEAD_PARTS
+            if len(after) > READ_AHEAD_PARTS:
+                # The first byte a part left out owns: a part kept may own bytes after it
+                # (segments reordered across splits), so the bytes kept stop being whole there.
+                horizon = after[READ_AHEAD_PARTS].low
             chosen = inside + after[:READ_AHEAD_PARTS]
-        regions.append((index, start if index else 0, region_end, split, tuple(chosen), complete))
+        complete = horizon is None
+        regions.append(
+            (index, start if index else 0, region_end, split, tuple(chosen), complete, horizon)
+        )
     head = None if syn_part is None else syn_part.head
     # None for a head with no bytes: the scan works out the facts of every other one.
     facts = None if syn_part is None else syn_part.head_facts
@@ -656,7 +666,7 @@ def _plan_one_part(
     )
     # None for a head with no bytes: the scan works out the facts of every other one.
     facts = part.head_facts if syn else None
-    region = (0, 0, None, split, (piece,) if owned else (), True)
+    region = (0, 0, None, split, (piece,) if owned else (), True, None)
     return stream, head, part.head or b"", facts, [region]
 
 

@@ -507,7 +507,30 @@ class _LazySplit:
 
 def _items(stream: StreamPlan, region: RegionPlan, source: _Source) -> Iterator[Piece | Gap]:
     """The region's pieces from its start on, in stream order, merged from its slices (each
-    read when the stream reaches it), and the gaps only the plan knows of."""
+    read when the stream reaches it), and the gaps only the plan knows of; none past its
+    :attr:`~.plan.RegionPlan.horizon`. There the region runs out of bytes, as at the end of
+    its slices: before, it took the bytes of a part it was not given (segments reordered
+    across the last split it may read) for bytes lost, and a message in progress for cut."""
+    items = _merged(stream, region, source)
+    horizon = region.horizon
+    if horizon is None:
+        return items
+    return _before(items, horizon)
+
+
+def _before(items: Iterator[Piece | Gap], horizon: int) -> Iterator[Piece | Gap]:
+    """``items`` (in stream order) cut at stream offset ``horizon``."""
+    for item in items:
+        if item.offset >= horizon:
+            return
+        if isinstance(item, Piece) and item.offset + len(item.data) > horizon:
+            yield Piece(item.offset, item.ts, item.data[: horizon - item.offset], item.capture)
+            return
+        yield item
+
+
+def _merged(stream: StreamPlan, region: RegionPlan, source: _Source) -> Iterator[Piece | Gap]:
+    """:func:`_items` before the horizon is applied."""
     slices = sorted(region.slices, key=lambda s: s.low)
     # (offset of the next piece, tie-breaker, that piece, the rest of its slice's pieces)
     heap: list[tuple[int, int, Piece, Iterator[Piece]]] = []
