@@ -202,8 +202,6 @@ class Plan:
 
     connections: list[Connection] = field(default_factory=list)
     streams: list[StreamPlan] = field(default_factory=list)
-    part_streams: dict[tuple[int, PartKey], int] = field(default_factory=dict)
-    """(split, part key) -> stream id, for every part of an analysed stream."""
     unknown: list[tuple[str | None, str, str, float | None, bytes]] = field(default_factory=list)
     """Connections on an AMQP port that do not start like AMQP: capture, name, direction,
     time, first bytes."""
@@ -409,8 +407,6 @@ def _plan_connection(
         stream.regions = [RegionPlan(stream.id, *region) for region in regions[direction]]
         plan.streams.append(stream)
         connection.streams[direction] = stream.id
-        for s in stream.slices:
-            plan.part_streams[(s.split, s.key)] = stream.id
 
 
 def _not_compared_row(name: str, stream: StreamPlan, count: int) -> Row:
