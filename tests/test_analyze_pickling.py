@@ -17,7 +17,7 @@ from amqp_codec.analyze.rules import Negotiated, Pending
 _KEY = ((("10.0.0.1", 40000), ("10.0.0.2", 5672)), 1, True)
 RECORDS = [
     Slice(3, _KEY, -12, ((0, 1448), (2896, 4344))),
-    RegionPlan(4, 1, 8192, None, 3, (Slice(3, _KEY, 0, ()),), False),
+    RegionPlan(4, 1, 8192, None, 3, (Slice(3, _KEY, 0, ()),), 9000),
     PartWindow(7, 100, None, ((0, 10),)),
     Negotiated(2047, 131072, 60),
     Pending("heartbeat-missed", 8592, None, 1.5, None, ("c", None, "x")),

@@ -762,14 +762,14 @@ def write_tables(
     with _collector_spared() as spare:
         # Files smaller than a split go several to a task, up to the split size, as if they
         # were one split: their scans, and their regions (see make_plan).
-        batches = batched(splits, _small_file_bytes(splits), split_bytes)
+        batches = _small_files_batched(splits, split_bytes)
         scans = [scan for done in mapper("scanning", scan_splits, batches) for scan in done]
         splits, scans = _whole_where_needed(mapper, splits, scans)
         splits, scans = _chain(splits, scans)
         spare()  # the scans
-        groups = [0] * len(splits)
-        for number, group in enumerate(batched(splits, _small_file_bytes(splits), split_bytes)):
-            for split in group:
+        groups = [0] * len(splits)  # split index -> its batch, for the regions and the tasks
+        for number, batch in enumerate(_small_files_batched(splits, split_bytes)):
+            for split in batch:
                 groups[split.index] = number
         plan = make_plan(scans, files, [s.file for s in splits], frozenset(ports), groups)
         complete_heads(plan, splits)
@@ -813,9 +813,9 @@ def batched(
     return out
 
 
-def _small_file_bytes(splits: Sequence[Split]) -> Callable[[Split], int | None]:
-    """The size of a split that is a whole file, for :func:`batched`; None for the splits of a
-    larger file, which run alone.
+def _small_files_batched(splits: Sequence[Split], split_bytes: int) -> list[list[Split]]:
+    """:func:`batched` ``splits``: those that are whole files together, up to ``split_bytes``
+    a batch; the splits of a larger file alone.
 
     Batched, a larger file's splits would be cut differently: its last split's regions
     joined with the next file's, say. Small files batched are one region of each stream,
@@ -828,7 +828,7 @@ def _small_file_bytes(splits: Sequence[Split]) -> Callable[[Split], int | None]:
     def size(split: Split) -> int | None:
         return None if split.file in several else split.end - split.start
 
-    return size
+    return batched(splits, size, split_bytes)
 
 
 def _grouped(tasks: list[Task], groups: Sequence[int]) -> list[list[Task]]:

@@ -111,12 +111,15 @@ class RegionPlan:
     """The split whose task dissects it."""
     slices: tuple[Slice, ...]
     """The parts holding its bytes and those after it that it may read, by lowest offset."""
-    reads_to_end: bool = True
-    """:attr:`slices` hold every byte of the stream after the region's start."""
     horizon: int | None = None
-    """Where :attr:`slices` stop holding every byte of the stream (None: they never do, as
-    :attr:`reads_to_end` says): past it, bytes may lie in parts not among them, which the
-    region must not take for bytes lost (see :data:`READ_AHEAD_PARTS`)."""
+    """Where :attr:`slices` stop holding every byte of the stream (None: they hold every
+    byte after the region's start): past it, bytes may lie in parts not among them, which
+    the region must not take for bytes lost (see :data:`READ_AHEAD_PARTS`)."""
+
+    @property
+    def reads_to_end(self) -> bool:
+        """:attr:`slices` hold every byte of the stream after the region's start."""
+        return self.horizon is None
 
 
 @dataclass(slots=True)
@@ -483,7 +486,7 @@ def negotiation_of(
 
 #: A region planned for a stream whose id is not known yet: the fields of
 #: :class:`RegionPlan` after ``stream``.
-_Region = tuple[int, int, int | None, int, tuple[Slice, ...], bool, int | None]
+_Region = tuple[int, int, int | None, int, tuple[Slice, ...], int | None]
 
 
 def _plan_stream(
@@ -583,10 +586,7 @@ def _plan_parts(
                 # (segments reordered across splits), so the bytes kept stop being whole there.
                 horizon = after[READ_AHEAD_PARTS].low
             chosen = inside + after[:READ_AHEAD_PARTS]
-        complete = horizon is None
-        regions.append(
-            (index, start if index else 0, region_end, split, tuple(chosen), complete, horizon)
-        )
+        regions.append((index, start if index else 0, region_end, split, tuple(chosen), horizon))
     head = None if syn_part is None else syn_part.head
     # None for a head with no bytes: the scan works out the facts of every other one.
     facts = None if syn_part is None else syn_part.head_facts
@@ -662,7 +662,7 @@ def _plan_one_part(
     )
     # None for a head with no bytes: the scan works out the facts of every other one.
     facts = part.head_facts if syn else None
-    region = (0, 0, None, split, (piece,) if owned else (), True, None)
+    region = (0, 0, None, split, (piece,) if owned else (), None)
     return stream, head, part.head or b"", facts, [region]
 
 
