@@ -10,8 +10,10 @@ Inside input folders, only regular files are ever opened. Named pipes, sockets a
 (opening a pipe blocks until a writer comes, forever), files that cannot be read, dangling
 links and symbolic link loops are skipped and listed in :attr:`Preflight.skipped`, each of
 which the job turns into a ``problems`` row. Regular files that are not pcap/pcapng (plain or
-gzip) are left out silently: folders of captures hold READMEs too. Links to folders are not
-followed, so walking always ends.
+compressed: gzip, xz, bzip2, zstd, lz4) are left out silently: folders of captures hold
+READMEs too. A compressed file is decompressed as far as its first bytes to tell; one that is
+damaged from the start, or that needs a package that is missing, is skipped and listed.
+Links to folders are not followed, so walking always ends.
 
 A path named on the command line is different: it is what the user asked for, so one that
 does not exist, cannot be read or is not a regular file or folder is an error.
@@ -28,9 +30,10 @@ import stat
 import subprocess
 import sys
 import tempfile
-import zlib
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
+
+from amqp_codec.capture.compressed import CorruptStream, compression_of, first_bytes
 
 __all__ = [
     "JAVA_NEEDED",
@@ -89,7 +92,6 @@ _MASTER = re.compile(
 )
 _PCAP_MAGICS = (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d")
 _PCAPNG_MAGIC = b"\x0a\x0d\x0d\x0a"
-_GZIP_MAGIC = b"\x1f\x8b"
 
 
 class AnalyzeUsageError(ValueError):
@@ -107,7 +109,8 @@ class Skipped:
     """The path, as found under the folder given."""
     kind: str
     """``named-pipe``, ``socket``, ``device``, ``unreadable``, ``dangling-link``,
-    ``symlink-loop`` or ``corrupt-gzip``."""
+    ``symlink-loop``, or ``corrupt-gzip`` (``corrupt-xz``, ``corrupt-bzip2``, ``corrupt-zstd``,
+    ``corrupt-lz4``): a compressed file damaged from its start."""
     detail: str
     """What was found and that it was skipped."""
 
@@ -199,8 +202,9 @@ _KIND_WORDS = {
 }
 
 
-def _magic(path: str) -> tuple[bytes | None, str | None]:
-    """A regular file's first four bytes (of its gzip stream if compressed); or why not.
+def _magic(path: str) -> tuple[bytes | None, tuple[str, str] | None]:
+    """A regular file's first four bytes (decompressed, if it is compressed); or why not,
+    as the kind and detail of a skipped input.
 
     Opened without blocking and checked again once open: a file replaced by a pipe after
     it was looked at must not hang the walk.
@@ -208,25 +212,34 @@ def _magic(path: str) -> tuple[bytes | None, str | None]:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
-        return None, f"cannot open: {exc.strerror}"
+        return None, ("unreadable", f"cannot open: {exc.strerror}; skipped")
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None, "not a regular file"
+            return None, ("unreadable", "not a regular file; skipped")
         head = os.read(fd, 65536)
-        if head[:2] != _GZIP_MAGIC:
+        compression = compression_of(head)
+        if compression is None:
             return head[:4], None
-        inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        data = inflate.decompress(head, 4)
-        while len(data) < 4 and not inflate.eof:
-            chunk = inflate.unconsumed_tail or os.read(fd, 65536)
-            if not chunk:
-                break
-            data += inflate.decompress(chunk, 4 - len(data))
+        missing = compression.missing()
+        if missing is not None:
+            return None, ("unreadable", f"{missing}; skipped")
+        unread = [head]
+        data = first_bytes(compression, lambda n: unread.pop() if unread else os.read(fd, n), 4)
         if len(data) < 4:
-            return None, "gzip stream ends before its first bytes"
-        return data[:4], None
-    except (OSError, zlib.error) as exc:
-        return None, f"not a valid gzip stream ({exc})"
+            name = compression.name
+            return None, (
+                f"corrupt-{name}",
+                f"corrupt {name} file: stream ends before its first bytes",
+            )
+        return data, None
+    except CorruptStream as exc:
+        name = exc.compression
+        return None, (
+            f"corrupt-{name}",
+            f"corrupt {name} file: not a valid {name} stream ({exc.cause})",
+        )
+    except OSError as exc:
+        return None, ("unreadable", f"cannot be read ({exc.strerror}); skipped")
     finally:
         os.close(fd)
 
@@ -284,10 +297,8 @@ class _Walk:
             return
         magic, why = _magic(path)
         if magic is None:
-            if why is not None and why.startswith(("not a valid gzip", "gzip stream")):
-                self.skipped.append(Skipped(path, "corrupt-gzip", f"corrupt gzip file: {why}"))
-            else:
-                self.skipped.append(Skipped(path, "unreadable", f"{why}; skipped"))
+            kind, detail = why or ("unreadable", "skipped")  # _magic always says why
+            self.skipped.append(Skipped(path, kind, detail))
             return
         if _is_capture_magic(magic):
             self.files.append(path)
@@ -306,7 +317,8 @@ def resolve_captures(
 
     A file named directly is kept whatever its content (the job reports a file that is not
     a capture as a ``problems`` row), but it must exist, be readable and be a regular file;
-    a gzip file whose stream is corrupt from the start is skipped as ``corrupt-gzip``.
+    a compressed file whose stream is corrupt from the start is skipped as ``corrupt-gzip``
+    (``corrupt-xz``...).
     Raises :class:`AnalyzeUsageError` when nothing is left to read.
     """
     found: set[str] = set()
@@ -336,8 +348,8 @@ def resolve_captures(
         if not os.access(path, os.R_OK):
             raise AnalyzeUsageError(f"cannot read {path}: permission denied")
         magic, why = _magic(path)
-        if magic is None and why is not None and "gzip" in why:
-            skipped.append(Skipped(path, "corrupt-gzip", f"corrupt gzip file: {why}"))
+        if magic is None and why is not None and why[0].startswith("corrupt-"):
+            skipped.append(Skipped(path, *why))
             continue
         found.add(path)
     if not found and len(skipped) == 1 and not others:

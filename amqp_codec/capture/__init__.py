@@ -2,6 +2,8 @@
 
 * :mod:`amqp_codec.capture.packets` reads pcap and pcapng files into TCP :class:`Segment`\\ s
   (and :class:`CaptureProblem`\\ s for whatever cannot be read);
+* :mod:`amqp_codec.capture.compressed` recognises compressed captures (gzip, xz, bzip2, zstd,
+  lz4) and decompresses them in bounded steps;
 * :mod:`amqp_codec.capture.tcp` groups segments by connection and direction and reassembles
   each direction into a :class:`Stream` of pieces and gaps, ready for ``FrameDecoder``.
 
@@ -24,7 +26,8 @@ One process, whole capture set::
         for chunk in stream.chunks():
             decoder.receive_data(chunk)
 
-Standard library only.
+Standard library only, but for zstd and lz4 captures (``backports.zstd`` before Python 3.14,
+``lz4``: both in the ``analyze`` extra, imported only when a file needs them).
 """
 
 from amqp_codec.capture.packets import (

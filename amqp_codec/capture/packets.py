@@ -11,12 +11,13 @@ packet (captures from ``tcpdump -i any`` or dumpcap on several interfaces have m
 readers hand back short records of a truncated file without saying so. Link, IP and TCP
 headers are parsed by offset too: building a dpkt object per layer costs several times more
 than the few ``unpack_from`` calls a segment needs. The file is memory-mapped, so reading
-costs no more memory than the page cache (a gzip-compressed file is first decompressed into
-an anonymous temporary file, which takes that much disk space while it is read).
+costs no more memory than the page cache (a compressed file is first decompressed into an
+anonymous temporary file, which takes that much disk space while it is read).
 
 Supported: classic pcap (micro- and nanosecond, either byte order) and pcapng (any number of
 sections and interfaces, each with its own link type, ``if_tsresol`` and ``if_tsoffset``;
-enhanced, simple and obsolete packet blocks), plain or gzip-compressed. Link types: Ethernet
+enhanced, simple and obsolete packet blocks), plain or compressed with gzip, xz, bzip2, zstd or
+lz4 (see :mod:`amqp_codec.capture.compressed`). Link types: Ethernet
 (1, with any number of 802.1Q/802.1ad VLAN tags), Linux cooked SLL (113) and SLL2 (276), raw
 IP (101, 12, 14), BSD null/loopback (0) and OpenBSD LOOP (108). IPv4 and IPv6 (extension headers skipped). Packets
 that are not TCP are skipped silently.
@@ -24,14 +25,17 @@ that are not TCP are skipped silently.
 Problem kinds (``CaptureProblem.kind``), stable strings:
 
 ``unreadable``
-    the file cannot be opened, mapped or (gzip) decompressed to a temporary file (OS error).
+    the file cannot be opened, mapped or decompressed to a temporary file (OS error), or it
+    is compressed with zstd or lz4 and the package that reads that is not installed (the
+    detail names it).
 ``not-a-capture``
-    no pcap or pcapng magic at the start.
+    no pcap or pcapng magic at the start (of the decompressed bytes, if compressed).
 ``truncated-file``
-    the file (or its gzip stream) ends inside a header, record or block; reading stops there.
+    the file (or its compressed stream) ends inside a header, record or block; reading
+    stops there.
 ``corrupt-file``
-    a record or block length that cannot be right, or a damaged gzip stream; reading stops
-    there, since the framing of whatever follows is unknown.
+    a record or block length that cannot be right, or a damaged compressed stream; reading
+    stops there, since the framing of whatever follows is unknown.
 ``unsupported-link-type``
     a pcap file or pcapng interface whose link type is not one of the above; its packets are
     skipped.
@@ -44,9 +48,10 @@ Problem kinds (``CaptureProblem.kind``), stable strings:
 ``ip-fragment``
     a fragment of an IPv4 or IPv6 packet; fragments are not reassembled, the packet is skipped.
 ``too-large``
-    a gzip stream that inflates past :data:`MAX_INFLATED_SIZE` or more than
-    :data:`MAX_INFLATE_RATIO` times its compressed size (past the first
-    :data:`INFLATE_RATIO_FLOOR` bytes); what was inflated up to there is read.
+    a compressed stream that decompresses past
+    :data:`~amqp_codec.capture.compressed.MAX_INFLATED_SIZE` bytes or to more than
+    :data:`~amqp_codec.capture.compressed.MAX_INFLATE_RATIO` times its compressed size;
+    what came out up to there is read.
 ``too-many-problems``
     the last item of a file with more than :data:`MAX_PROBLEMS` packet problems: the first
     ones are yielded, this one counts the rest (by kind) instead of listing them.
@@ -58,7 +63,6 @@ so nanosecond captures are rounded to about 0.2 microseconds.
 from __future__ import annotations
 
 import functools
-import gzip
 import ipaddress
 import math
 import mmap
@@ -66,10 +70,11 @@ import os
 import re
 import struct
 import tempfile
-import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, BinaryIO, NamedTuple, TypeAlias
+
+from .compressed import Compression, CorruptStream, compression_of, decompress, first_bytes
 
 #: (source port, destination port) pairs: the segments a reader wants (see :func:`read_range`).
 PortPairs: TypeAlias = "frozenset[tuple[int, int]]"
@@ -151,7 +156,6 @@ _PCAP_MAGICS = {
     b"\xa1\xb2\x3c\x4d": (">", 1_000_000_000),
 }
 _PCAPNG_MAGIC = b"\x0a\x0d\x0d\x0a"
-_GZIP_MAGIC = b"\x1f\x8b"
 
 # pcapng block types
 _SHB = 0x0A0D0D0A
@@ -450,12 +454,6 @@ def _cut_problem(parser: _Packets, index: int, caplen: int, wire_len: int) -> Ca
     )
 
 
-#: A gzip-compressed capture is inflated up to this many bytes (the temporary file's size).
-MAX_INFLATED_SIZE = 8 * 1024**3
-#: ... and, past :data:`INFLATE_RATIO_FLOOR` inflated bytes, up to this many times the compressed
-#: bytes read so far. Real captures compress 2-20 times; a stream of zeros 1000 times.
-MAX_INFLATE_RATIO = 200
-INFLATE_RATIO_FLOOR = 1024 * 1024
 #: Problems yielded per capture file; the rest are counted in one ``too-many-problems`` item.
 MAX_PROBLEMS = 1000
 
@@ -463,8 +461,9 @@ MAX_PROBLEMS = 1000
 def read_capture(path: str) -> Iterator[Segment | CaptureProblem]:
     """Yield the TCP segments and the problems of one pcap or pcapng file, in file order.
 
-    The format is detected from the magic number, not the file name; gzip-compressed captures
-    (``tcpdump -z gzip`` rotation) are decompressed first, into an anonymous temporary file.
+    The format is detected from the magic number, not the file name; compressed captures
+    (``tcpdump -z xz`` rotation, dumpcap's gzip or lz4) are decompressed first, into an
+    anonymous temporary file.
     Never raises for bad content (see the module docstring for the problem kinds); it yields a
     problem and either goes on with the next packet or, when the file's framing is lost, stops.
     At most :data:`MAX_PROBLEMS` packet problems are yielded per file, then one that counts the
@@ -493,8 +492,9 @@ def read_capture(path: str) -> Iterator[Segment | CaptureProblem]:
 def _read_capture(path: str) -> Iterator[Segment | CaptureProblem]:
     try:
         with open(path, "rb") as f:
-            if f.read(2) == _GZIP_MAGIC:
-                yield from _read_gzip(path, f)
+            compression = compression_of(f.read(8))
+            if compression is not None:
+                yield from _read_compressed(path, f, compression)
                 return
             yield from _read_mapped(path, f)
     except OSError as exc:
@@ -519,70 +519,25 @@ def _read_mapped(path: str, f: BinaryIO) -> Iterator[Segment | CaptureProblem]:
             )
 
 
-def _read_gzip(path: str, f: BinaryIO) -> Iterator[Segment | CaptureProblem]:
+def _read_compressed(
+    path: str, f: BinaryIO, compression: Compression
+) -> Iterator[Segment | CaptureProblem]:
     """Decompress into a temporary file, read that; a damaged stream keeps what came out."""
+    missing = compression.missing()
+    if missing is not None:
+        yield CaptureProblem(path, None, "unreadable", missing)
+        return
     f.seek(0)
     with tempfile.TemporaryFile() as plain:
-        damage = _gunzip(path, f, plain)
+        damage = decompress(compression, f, plain)
         plain.flush()
-        if damage is not None and not plain.tell():
-            yield damage  # nothing came out: the file is a corrupt gzip, not an empty capture
+        problem = None if damage is None else CaptureProblem(path, None, *damage)
+        if problem is not None and not plain.tell():
+            yield problem  # nothing came out: the file is a corrupt stream, not an empty capture
             return
         yield from _read_mapped(path, plain)
-    if damage is not None:  # after the reader's own problem, if any, with its packet index
-        yield damage
-
-
-def _gunzip(path: str, src: BinaryIO, dst: BinaryIO) -> CaptureProblem | None:
-    """Decompress gzip members from ``src`` into ``dst``; what went wrong, if anything.
-
-    zlib is driven directly (not ``gzip.GzipFile``) so that every byte decompressed before a
-    cut or damage reaches ``dst``, and so that output is produced in bounded steps.
-    """
-    step = 1 << 20  # at most 1 MiB of output per call, however well the input compresses
-    d = zlib.decompressobj(wbits=31)
-    started = False
-    read = inflated = 0
-
-    def too_large() -> CaptureProblem | None:
-        if inflated > MAX_INFLATED_SIZE:
-            why = f"past {MAX_INFLATED_SIZE} bytes"
-        elif inflated > INFLATE_RATIO_FLOOR and inflated > MAX_INFLATE_RATIO * read:
-            why = f"{inflated} bytes from {read}, more than {MAX_INFLATE_RATIO} times"
-        else:
-            return None
-        return CaptureProblem(
-            path, None, "too-large", f"gzip stream inflates {why}: read up to there only"
-        )
-
-    try:
-        while chunk := src.read(1 << 16):
-            read += len(chunk)
-            while chunk:
-                if not started and not chunk.strip(b"\0"):
-                    return None  # zero padding after the last member, as gzip tolerates
-                started = True
-                out = d.decompress(chunk, step)
-                while True:
-                    dst.write(out)
-                    inflated += len(out)
-                    if (problem := too_large()) is not None:
-                        return problem
-                    if not d.unconsumed_tail:
-                        break
-                    out = d.decompress(d.unconsumed_tail, step)
-                if d.eof:  # end of a member: another one may follow
-                    chunk = d.unused_data
-                    d = zlib.decompressobj(wbits=31)
-                    started = False
-                else:
-                    chunk = b""
-    except zlib.error as exc:
-        return CaptureProblem(path, None, "corrupt-file", f"corrupt gzip stream: {exc}")
-    if started:
-        dst.write(d.flush())
-        return CaptureProblem(path, None, "truncated-file", "gzip stream cut short")
-    return None
+    if problem is not None:  # after the reader's own problem, if any, with its packet index
+        yield problem
 
 
 def _read_pcap(path: str, mm: mmap.mmap, size: int) -> Iterator[Segment | CaptureProblem]:
@@ -964,7 +919,7 @@ class RangeRead:
 
 def capture_layout(path: str) -> CaptureLayout | CaptureProblem | None:
     """The layout of capture file ``path``, a problem if it cannot be read, or None when it
-    cannot be read in ranges (gzip-compressed, or a pcapng file whose leading blocks are
+    cannot be read in ranges (compressed, or a pcapng file whose leading blocks are
     damaged or which has several sections): read it whole with :func:`read_capture`."""
     try:
         with open(path, "rb") as f:
@@ -973,7 +928,7 @@ def capture_layout(path: str) -> CaptureLayout | CaptureProblem | None:
                 return None
             magic = f.read(4)
             if magic not in _PCAP_MAGICS and magic != _PCAPNG_MAGIC:
-                return None  # gzip, or not a capture: read_capture reports which
+                return None  # compressed, or not a capture: read_capture reports which
             with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
                 if magic in _PCAP_MAGICS:
                     return _pcap_layout(path, mm, size)
@@ -1163,16 +1118,19 @@ def _pcapng_record_end(layout: CaptureLayout, mm: mmap.mmap, pos: int, size: int
 
 def is_capture_file(path: str) -> bool:
     """Whether ``path`` is a readable file starting with a pcap or pcapng magic number, plain
-    or gzip-compressed."""
+    or compressed (see :mod:`.compressed`)."""
     try:
         with open(path, "rb") as f:
-            magic = f.read(4)
-            if magic[:2] == _GZIP_MAGIC:
+            magic = f.read(8)
+            compression = compression_of(magic)
+            if compression is not None:
                 f.seek(0)
-                with gzip.GzipFile(fileobj=f) as unzipped:
-                    magic = unzipped.read(4)
-    except (OSError, EOFError, zlib.error):
+                magic = first_bytes(compression, f.read, 4)
+    except LookupError:
+        return True  # its library is missing: read_capture says what to install
+    except (OSError, CorruptStream):
         return False
+    magic = magic[:4]
     return magic in _PCAP_MAGICS or magic == _PCAPNG_MAGIC
 
 

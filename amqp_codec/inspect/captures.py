@@ -1,6 +1,7 @@
 """The AMQP connections in a capture file, as byte streams for the decode command.
 
-A pcap or pcapng file (plain or gzip) is recognised by its first bytes; its TCP connections
+A pcap or pcapng file (plain or compressed: gzip, xz, bzip2, zstd, lz4) is recognised by its
+first bytes; its TCP connections
 are reassembled in memory (:mod:`amqp_codec.capture`), and each direction of each AMQP
 connection (server port 5672, or a client that starts with the protocol header) becomes a
 stream of its own. ``amqp-codec analyze`` reads large capture sets in parallel instead.
@@ -11,6 +12,7 @@ from __future__ import annotations
 from typing import BinaryIO, TextIO
 
 from ..capture import CaptureProblem, Segment, connection_key, read_capture, reassemble
+from ..capture.compressed import COMPRESSIONS, compression_of
 from .reporter import display_name
 
 __all__ = ["DECODE_PORTS", "capture_streams", "is_capture"]
@@ -24,17 +26,24 @@ _CAPTURE_MAGICS = (
     b"\xa1\xb2\x3c\x4d",
     b"\x0a\x0d\x0d\x0a",
 )
-_GZIP_MAGIC = b"\x1f\x8b"
 
 
 def is_capture(stream: BinaryIO) -> bool:
-    """Whether a file starts like a pcap, pcapng or gzip file (which no AMQP stream does)."""
+    """Whether a file starts like a pcap or pcapng file, or a compressed one (which no AMQP
+    stream does)."""
     try:
-        head = stream.read(4)
+        head = stream.read(8)
         stream.seek(0)
     except (OSError, ValueError):
         return False
-    return head in _CAPTURE_MAGICS or head[:2] == _GZIP_MAGIC
+    return head[:4] in _CAPTURE_MAGICS or compression_of(head) is not None
+
+
+def _damaged(problem: CaptureProblem, compression: str) -> bool:
+    """Whether ``problem`` is the reader's word on a damaged ``compression`` stream."""
+    return problem.kind in ("corrupt-file", "truncated-file") and problem.detail.startswith(
+        (f"corrupt {compression} stream", f"{compression} stream cut short")
+    )
 
 
 def capture_streams(name: str, err: TextIO) -> list[tuple[str, list[bytes]]] | None:
@@ -52,15 +61,17 @@ def capture_streams(name: str, err: TextIO) -> list[tuple[str, list[bytes]]] | N
         key, direction = connection_key(item, DECODE_PORTS)
         groups.setdefault((key, direction), []).append(item)
     fatal = [p for p in problems if p.packet is None]
-    # A damaged gzip file is that, whatever else the reader said about what came out of it.
-    gzip_damage = [
-        p for p in fatal if p.kind in ("corrupt-file", "truncated-file") and "gzip" in p.detail
+    # A damaged compressed file is that, whatever else the reader said about what came out.
+    damage: list[tuple[CaptureProblem, str | None]] = [
+        (p, c.name) for p in fatal for c in COMPRESSIONS if _damaged(p, c.name)
     ]
-    for problem in gzip_damage[:1] or fatal[:1]:
+    for problem, compression in damage[:1] or [(p, None) for p in fatal[:1]]:
         what = problem.kind.replace("-", " ")
-        if gzip_damage:
-            what = "truncated gzip file" if "cut short" in problem.detail else "corrupt gzip file"
-        detail = problem.detail.removeprefix("corrupt gzip stream: ").removeprefix("gzip stream: ")
+        detail = problem.detail
+        if compression is not None:
+            cut = "cut short" in detail
+            what = f"{'truncated' if cut else 'corrupt'} {compression} file"
+            detail = detail.removeprefix(f"corrupt {compression} stream: ")
         err.write(f"amqp-codec: {display_name(name)}: {what}: {detail}\n")
     if not groups:
         if not fatal:
