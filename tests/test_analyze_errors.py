@@ -120,6 +120,12 @@ def test_missing_input(tmp_path: Path, captures: Path) -> None:
     assert_one_line_error(result, 2, "no such file or folder", str(missing))
 
 
+def test_standard_input_is_refused_saying_what_to_do(tmp_path: Path) -> None:
+    """``-`` (tshark's ``-r -``) was "no such file or folder: -"."""
+    result = refused(tmp_path, "-", "--out", str(tmp_path / "out"))
+    assert_one_line_error(result, 2, "not standard input", "tcpdump -w FILE")
+
+
 def test_folder_without_captures_names_what_was_skipped(tmp_path: Path) -> None:
     folder = tmp_path / "nothing"
     folder.mkdir()

@@ -1217,7 +1217,10 @@ def _port(text: str) -> int:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``analyze`` options, shared by ``amqp-codec analyze`` and ``spark-submit``."""
     parser.add_argument(
-        "captures", nargs="+", metavar="CAPTURE", help="pcap or pcapng file, or a folder of them"
+        "captures",
+        nargs="+",
+        metavar="CAPTURE",
+        help="pcap or pcapng file (plain, or compressed with gzip, xz, bzip2, zstd or lz4), or a folder of them",
     )
     parser.add_argument("--out", required=True, metavar="DIR", help="output folder")
     parser.add_argument(

@@ -328,6 +328,12 @@ def resolve_captures(
         try:
             info = os.stat(path)
         except OSError as exc:
+            if exc.errno == errno.ENOENT and path == "-":
+                # tshark's habit (-r -): the splits Spark reads in parallel need a file.
+                raise AnalyzeUsageError(
+                    "captures are read from files, not standard input: write it to a file "
+                    "(tcpdump -w FILE) and name that"
+                ) from None
             if exc.errno == errno.ENOENT:
                 raise AnalyzeUsageError(f"no such file or folder: {path}") from None
             if exc.errno == errno.ELOOP:
