@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
+import functools
 import gc
 import os
 import shutil
@@ -511,7 +512,7 @@ def run(
     ``problems``, not errors. The outputs are written into a staging folder and moved into
     ``out`` at the end: a failed run leaves ``out`` as it was.
     """
-    from amqp_codec.analyze.head_start import HeadStart
+    from amqp_codec.analyze.head_start import HeadStart, runs_here
     from amqp_codec.analyze.output import staged_output
     from amqp_codec.analyze.preflight import check_master_reachable, preflight
     from amqp_codec.analyze.report import REPORT_NAME, write_report
@@ -530,6 +531,9 @@ def run(
         for s in checked.skipped
     ]
     redissected = 0
+    # Compressed captures are decompressed once into a temporary folder where every task
+    # sees this machine's disk (see write_tables).
+    local = _local_driver(master) if spark is None else runs_here(spark.sparkContext.master)
     # The context is stopped before a failed run's staging folder is removed: no task of it
     # is left writing there.
     with _collector_eased(), staged_output(out) as staging:
@@ -544,6 +548,7 @@ def run(
                 mapper=mapper,
                 say=say,
                 problems=skipped,
+                decompress=local,
             )
 
         # On this machine the first tasks run here while Spark starts (see head_start), unless
@@ -745,11 +750,16 @@ def write_tables(
     mapper: Mapper = local_map,
     say: Callable[[str], None] | None = None,
     problems: Sequence[tuple[Any, ...]] = (),
+    decompress: bool = True,
 ) -> Written:
     """Scan, plan, dissect and check ``captures`` (files or folders) into the four tables
     under ``out``. :func:`run` does this on Spark; with the default ``mapper`` it runs in
     this process.
-    ``problems``: rows the caller found (inputs it skipped), written with the driver's."""
+    ``problems``: rows the caller found (inputs it skipped), written with the driver's.
+    ``decompress``: compressed captures are decompressed once into a temporary folder and
+    split from there (see :mod:`~amqp_codec.analyze.decompressed`); False where the tasks
+    do not see this machine's disk, and such files are read whole, a task each."""
+    from amqp_codec.analyze.decompressed import copies_folder
     from amqp_codec.analyze.plan import make_plan
     from amqp_codec.analyze.regions import complete_heads, run_tasks
     from amqp_codec.analyze.scan import plan_splits, scan_splits
@@ -757,9 +767,9 @@ def write_tables(
 
     say = say or (lambda message: None)
     files = capture_files(list(captures))
-    splits = plan_splits(files, split_bytes)
-    _clear_tables(out)
-    with _collector_spared() as spare:
+    with copies_folder(decompress) as folder, _collector_spared() as spare:
+        splits = plan_splits(files, split_bytes, _decompressed(mapper, files, folder, split_bytes))
+        _clear_tables(out)
         # Files smaller than a split go several to a task, up to the split size, as if they
         # were one split: their scans, and their regions (see make_plan).
         batches = _small_files_batched(splits, split_bytes)
@@ -783,6 +793,29 @@ def write_tables(
         results = mapper("dissecting", run_tasks, _grouped(tasks, groups))
         spare()  # the tasks' results
         return _finish(mapper, say, plan, splits, scans, results, out, bodies, problems)
+
+
+def _decompressed(
+    mapper: Mapper, files: Sequence[str], folder: str | None, split_bytes: int
+) -> dict[str, str]:
+    """Per compressed file of ``files`` that decompressed whole, its copy in ``folder`` (see
+    :mod:`~amqp_codec.analyze.decompressed`); nothing when ``folder`` is None. Small files
+    go several to a task, up to ``split_bytes`` of them, as small files are scanned: a
+    capture rotated by the minute and compressed is a thousand files a day."""
+    from amqp_codec.analyze.decompressed import compressed_files, decompress_splits
+
+    if folder is None:
+        return {}
+    batches = batched(compressed_files(files), _capture_bytes, split_bytes)
+    if not batches:
+        return {}
+    done = mapper("decompressing", functools.partial(decompress_splits, folder), batches)
+    return {
+        split.path: copy
+        for batch, copies in zip(batches, done, strict=True)
+        for split, copy in zip(batch, copies, strict=True)
+        if copy is not None
+    }
 
 
 def batched(

@@ -204,7 +204,7 @@ def _read_again(
     layout = split.layout
     if layout is not None:
         try:
-            size = os.stat(split.path).st_size
+            size = os.stat(layout.file).st_size
         except OSError as exc:
             raise _changed(split.path, f"{type(exc).__name__}: {exc.strerror}") from None
         if size < layout.size:

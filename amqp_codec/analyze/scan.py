@@ -20,7 +20,7 @@ split (a reused port pair is a new TCP connection), and by its direction.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..capture.packets import (
@@ -90,8 +90,8 @@ class Split:
     """Index of the file in the capture set."""
     path: str
     layout: CaptureLayout | None
-    """None: the file is read whole (gzip-compressed, or framed in a way that cannot be
-    entered in the middle)."""
+    """None: the file is read whole (compressed and not decompressed beforehand, or framed
+    in a way that cannot be entered in the middle)."""
     start: int
     end: int
     first_packet: int = 0
@@ -101,11 +101,15 @@ class Split:
     found)."""
 
 
-def plan_splits(files: list[str], split_bytes: int) -> list[Split]:
-    """The splits of ``files``: about ``split_bytes`` of file each, whole files where needed."""
+def plan_splits(
+    files: list[str], split_bytes: int, copies: Mapping[str, str] | None = None
+) -> list[Split]:
+    """The splits of ``files``: about ``split_bytes`` of file each, whole files where needed.
+    ``copies``: per compressed file, its decompressed copy, split in its place (see
+    :mod:`~amqp_codec.analyze.decompressed`); a file without one is read whole."""
     splits: list[Split] = []
     for file, path in enumerate(files):
-        layout = capture_layout(path)
+        layout = capture_layout(path, (copies or {}).get(path))
         if not isinstance(layout, CaptureLayout):
             size = os.path.getsize(path) if os.path.isfile(path) else 0
             splits.append(Split(len(splits), file, path, None, 0, size, 0, True))

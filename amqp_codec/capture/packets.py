@@ -71,7 +71,7 @@ import re
 import struct
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, BinaryIO, NamedTuple, TypeAlias
 
 from .compressed import Compression, CorruptStream, compression_of, decompress, first_bytes
@@ -901,6 +901,14 @@ class CaptureLayout:
     """pcapng: the interfaces described before :attr:`first_record`."""
     first_ts: float | None
     """Timestamp of the first packet, if known (a sanity check when finding records)."""
+    read_from: str | None = None
+    """The file read in place of :attr:`path`, which segments and problems still name: a
+    compressed capture's decompressed copy (None: :attr:`path` itself)."""
+
+    @property
+    def file(self) -> str:
+        """The file that holds the records."""
+        return self.read_from or self.path
 
 
 @dataclass(slots=True)
@@ -917,12 +925,16 @@ class RangeRead:
     starting after it would misread the packets, so the file must be read whole."""
 
 
-def capture_layout(path: str) -> CaptureLayout | CaptureProblem | None:
+def capture_layout(
+    path: str, read_from: str | None = None
+) -> CaptureLayout | CaptureProblem | None:
     """The layout of capture file ``path``, a problem if it cannot be read, or None when it
     cannot be read in ranges (compressed, or a pcapng file whose leading blocks are
-    damaged or which has several sections): read it whole with :func:`read_capture`."""
+    damaged or which has several sections): read it whole with :func:`read_capture`.
+    ``read_from``: a file holding ``path``'s records, read in its place (see
+    :attr:`CaptureLayout.read_from`)."""
     try:
-        with open(path, "rb") as f:
+        with open(read_from or path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
             if size < 4:
                 return None
@@ -930,9 +942,14 @@ def capture_layout(path: str) -> CaptureLayout | CaptureProblem | None:
             if magic not in _PCAP_MAGICS and magic != _PCAPNG_MAGIC:
                 return None  # compressed, or not a capture: read_capture reports which
             with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+                layout: CaptureLayout | CaptureProblem | None
                 if magic in _PCAP_MAGICS:
-                    return _pcap_layout(path, mm, size)
-                return _pcapng_layout(path, mm, size)
+                    layout = _pcap_layout(path, mm, size)
+                else:
+                    layout = _pcapng_layout(path, mm, size)
+        if read_from is not None and isinstance(layout, CaptureLayout):
+            return replace(layout, read_from=read_from)
+        return layout
     except OSError as exc:
         return CaptureProblem(path, None, "unreadable", f"{type(exc).__name__}: {exc}")
 
@@ -954,7 +971,7 @@ def read_range(
     of other pairs, and the problems of their packets past the IP header, are left out.
     """
     try:
-        with open(layout.path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        with open(layout.file, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
             size = min(layout.size, len(mm))
             if layout.kind == "pcap":
                 yield from _pcap_records(layout, mm, start, min(end, size), first_index, out, only)
@@ -994,7 +1011,7 @@ def find_record(layout: CaptureLayout, pos: int) -> int:
     """
     if pos <= layout.first_record:
         return layout.first_record
-    with open(layout.path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+    with open(layout.file, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
         size = min(layout.size, len(mm))
         # Only offsets whose header octets can pass the checks, found by the regex engine:
         # trying every offset in Python cost a 64 MiB split of 64 KiB packets 12 ms (pcap),
