@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import gzip
 import json
 import os
 import platform
@@ -454,11 +455,15 @@ def _size_name(size: int) -> str:
     return f"{size / 1e9:.1f} GB" if size >= 1e9 else f"{size / 1e6:.1f} MB"
 
 
-def _shape(text: str) -> tuple[str, int | None, int]:
+def _shape(text: str) -> tuple[str, int | None, int, bool]:
     """``many:1G``, ``short:512M``, ``rotated:40M``, ``rotated-1M:1G``, ``one-1448:6G`` or
-    ``live:2G`` -> (the shape's name, its number (an MSS, a rotated set's file size) or None,
-    size)."""
+    ``live:2G``, each generated one with ``+gz`` after its name for its files compressed
+    (``one-65000+gz:1G``) -> (the shape's name, its number (an MSS, a rotated set's file
+    size) or None, size, compressed)."""
     kind, _, size = text.partition(":")
+    kind, plus, suffix = kind.partition("+")
+    if plus and (suffix != "gz" or kind == "live"):
+        raise argparse.ArgumentTypeError(f"+{suffix}: only a generated set can be +gz")
     number = None
     if kind.startswith("one-"):
         number = int(kind[4:])
@@ -469,7 +474,22 @@ def _shape(text: str) -> tuple[str, int | None, int]:
         raise argparse.ArgumentTypeError(
             f"unknown shape {kind!r}: many, short, rotated, rotated-FILESIZE, one-MSS or live"
         )
-    return kind, number, parse_size(size or "1G")
+    return kind, number, parse_size(size or "1G"), bool(plus)
+
+
+def gzipped(files: list[Path], cache: Path) -> list[Path]:
+    """``files`` compressed as ``gzip -1`` does (a rotation's ``-z gzip``), once: kept in
+    the cache beside their set."""
+    folder = cache / f"{files[0].parent.name}-gz"
+    done = folder / "complete"
+    if not done.exists():
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        for path in files:
+            with path.open("rb") as src, gzip.open(folder / f"{path.name}.gz", "wb", 1) as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+        done.touch()
+    return [folder / f"{path.name}.gz" for path in files]
 
 
 DEFAULT_SHAPES = "many:1G,one-1448:1G,one-65000:1G,one-1448:6G"
@@ -489,7 +509,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"rotated:SIZE (many connections in files of {ROTATED_FILE_BYTES // 1000} kB; "
         "rotated-FILESIZE:SIZE in files of that size), "
         "one-MSS:SIZE (one connection, MSS-byte segments) or live:SIZE (one connection to the "
-        "broker on 127.0.0.1:5672, recorded by dumpcap; see benchmarks/live.py); default "
+        "broker on 127.0.0.1:5672, recorded by dumpcap; see benchmarks/live.py); a generated "
+        "one's name with +gz (one-65000+gz:1G) for its files compressed with gzip -1; default "
         f"{DEFAULT_SHAPES}",
     )
     parser.add_argument("--files", type=int, default=8, help="files of a many set (default 8)")
@@ -516,7 +537,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     results: list[Result] = []
     sets: dict[str, Any] = {}
-    for label, number, size in shapes:
+    for label, number, size, compressed in shapes:
         if label == "live":
             try:
                 recorded, made_in = live_set(args.cache, size, args.seed)
@@ -549,6 +570,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             files = captures.files
             check, packets, frames = generated_check(c), c.packets, c.frames
             name = f"{label} {_size_name(c.file_bytes)}"
+            if compressed:
+                files = gzipped(files, args.cache)
+                gz_bytes = sum(path.stat().st_size for path in files)
+                name = f"{label}+gz {_size_name(c.file_bytes)} ({_size_name(gz_bytes)} gzip -1)"
             sets[name] = {"arguments": captures.arguments, "counts": asdict(c)}
             print(
                 f"{name}: {len(files)} files, {c.packets:,} packets, {c.connections:,} "

@@ -13,7 +13,7 @@ pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
 from benchmarks.live import LiveCounts, bodies_digest  # noqa: E402
-from benchmarks.pipeline import live_check  # noqa: E402
+from benchmarks.pipeline import _shape, gzipped, live_check  # noqa: E402
 
 BODIES = [b"first", b"second", b"second", b"a third body"]
 DIGESTS = [hashlib.sha256(body).hexdigest() for body in BODIES]
@@ -73,3 +73,22 @@ def test_problems_other_connections_and_other_messages_are_caught(tmp_path: Path
         "3 problems (expected none)",
         "1 messages neither published nor delivered",
     ]
+
+
+def test_a_generated_shape_can_be_gzipped(tmp_path: Path) -> None:
+    import argparse
+    import gzip
+
+    assert _shape("one-65000+gz:1G") == ("one-65000", 65000, 1 << 30, True)
+    assert _shape("rotated-1M:1G") == ("rotated-1M", 1 << 20, 1 << 30, False)
+    with pytest.raises(argparse.ArgumentTypeError):
+        _shape("live+gz:2G")
+    with pytest.raises(argparse.ArgumentTypeError):
+        _shape("many+xz:1G")
+    (tmp_path / "set").mkdir()
+    files = [tmp_path / "set" / f"capture-{i}.pcap" for i in range(2)]
+    for i, path in enumerate(files):
+        path.write_bytes(bytes([i]) * 5000)
+    packed = gzipped(files, tmp_path / "cache")
+    assert [gzip.decompress(p.read_bytes()) for p in packed] == [p.read_bytes() for p in files]
+    assert gzipped(files, tmp_path / "cache") == packed  # kept: not compressed again
