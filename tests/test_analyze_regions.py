@@ -1299,3 +1299,43 @@ def test_small_compressed_files_are_decompressed_several_to_a_task(tmp_path: Pat
     assert len(seen["decompressing"]) < 8
     scanned = [split for batch in seen["scanning"] for split in batch]
     assert all(s.layout is not None and s.layout.read_from for s in scanned)
+
+
+def test_copies_are_not_made_in_a_temporary_folder_held_in_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tmpfs /tmp (Debian 13, Fedora) is memory: a copy there would take the decompressed
+    capture's size of it. The copies go into the output folder instead, and go."""
+    import gzip
+
+    from amqp_codec.analyze import decompressed
+
+    mounts = tmp_path / "mounts"
+    mounts.write_text(
+        "/dev/vda / ext4 rw 0 0\ntmpfs /tmp tmpfs rw 0 0\n/dev/vdb /tmp/disk ext4 rw 0 0\n"
+        "/dev/vdc /mnt/with\\040space xfs rw 0 0\n"
+    )
+    assert decompressed.in_memory("/tmp/x", str(mounts))
+    assert decompressed.in_memory("/tmp", str(mounts))
+    assert not decompressed.in_memory("/tmp/disk/x", str(mounts))
+    assert not decompressed.in_memory("/tmpfoo", str(mounts))
+    assert not decompressed.in_memory("/mnt/with space/x", str(mounts))
+    assert not decompressed.in_memory("/tmp/x", str(tmp_path / "no-mounts"))
+
+    made: list[str] = []
+    real_mkdtemp = tempfile.mkdtemp
+
+    def mkdtemp(*args: Any, **kwargs: Any) -> str:
+        made.append(real_mkdtemp(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(decompressed, "in_memory", lambda path: True)
+    monkeypatch.setattr(tempfile, "mkdtemp", mkdtemp)
+    packed = tmp_path / "capture.pcap.gz"
+    packed.write_bytes(gzip.compress((SAMPLES / "pika.pcap").read_bytes()))
+    out = tmp_path / "out"
+    seen: dict[str, list[Any]] = {}
+    write_tables([str(packed)], str(out), mapper=_recording(seen))
+    assert [Path(folder).parent for folder in made] == [out]
+    assert sorted(p.name for p in out.iterdir()) == sorted(TABLES)
+    assert all(s.layout is not None for batch in seen["scanning"] for s in batch)

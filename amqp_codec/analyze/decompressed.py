@@ -9,7 +9,10 @@ ones several to a task, as small files are scanned) into a temporary folder of t
 (:func:`decompress_splits`, which the driver's ``job`` runs as a stage); the
 file is then split from that copy like any plain capture (the rows still name the
 compressed file: :attr:`~amqp_codec.capture.packets.CaptureLayout.read_from`), and the
-folder goes when the run ends. A copy takes the disk space of the decompressed capture.
+folder goes when the run ends. A copy takes the disk space of the decompressed capture: the
+folder is made in the system's temporary folder (``TMPDIR``), unless that is held in memory
+(a tmpfs ``/tmp``, as Debian 13 and Fedora mount it), where a copy would take that much
+memory; it is then made in the run's output folder, on the disk the tables go to.
 
 A stream that is damaged, cut short or over the limits of
 :mod:`amqp_codec.capture.compressed`, a file whose decompressor is missing, or a disk
@@ -28,21 +31,54 @@ from collections.abc import Iterator, Sequence
 from amqp_codec.analyze.scan import Split
 from amqp_codec.capture.compressed import compression_of, decompress
 
-__all__ = ["compressed_files", "copies_folder", "decompress_split", "decompress_splits"]
+__all__ = [
+    "compressed_files",
+    "copies_folder",
+    "decompress_split",
+    "decompress_splits",
+    "in_memory",
+]
+
+
+#: Filesystems held in memory: a copy there would take the decompressed size in memory.
+_IN_MEMORY = frozenset({"tmpfs", "ramfs"})
 
 
 @contextlib.contextmanager
-def copies_folder(wanted: bool) -> Iterator[str | None]:
+def copies_folder(wanted: bool, out: str) -> Iterator[str | None]:
     """A temporary folder for the run's decompressed copies, deleted when the block ends
-    (None when not ``wanted``: the tasks would not see it)."""
+    (None when not ``wanted``: the tasks would not see it); in ``out``, the run's output
+    folder, where the system's temporary folder is held in memory."""
     if not wanted:
         yield None
         return
-    folder = tempfile.mkdtemp(prefix="amqp-codec-decompressed-")
+    base = tempfile.gettempdir()
+    if in_memory(base):
+        os.makedirs(out, exist_ok=True)
+        base = out
+    folder = tempfile.mkdtemp(prefix=".amqp-codec-decompressed-", dir=base)
     try:
         yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def in_memory(path: str, mounts: str = "/proc/self/mounts") -> bool:
+    """Whether ``path`` lies on a filesystem held in memory, by the mount table ``mounts``
+    (where there is none to read, outside Linux, it is taken to be a disk)."""
+    try:
+        with open(mounts, encoding="utf-8", errors="replace") as f:
+            table = [line.split()[1:3] for line in f if len(line.split()) >= 3]
+    except OSError:
+        return False
+    real = os.path.realpath(path)
+    longest, kind = "", ""
+    for point, fstype in table:
+        point = point.replace("\\040", " ")  # the table writes a space as \040
+        inside = real == point or real.startswith(point.rstrip("/") + "/")
+        if inside and len(point) >= len(longest):
+            longest, kind = point, fstype
+    return kind in _IN_MEMORY
 
 
 def compressed_files(files: Sequence[str]) -> list[Split]:

@@ -767,7 +767,7 @@ def write_tables(
 
     say = say or (lambda message: None)
     files = capture_files(list(captures))
-    with copies_folder(decompress) as folder, _collector_spared() as spare:
+    with copies_folder(decompress, out) as folder, _collector_spared() as spare:
         splits = plan_splits(files, split_bytes, _decompressed(mapper, files, folder, split_bytes))
         _clear_tables(out)
         # Files smaller than a split go several to a task, up to the split size, as if they
