@@ -27,7 +27,7 @@ from amqp_codec.capture import (
     is_capture_file,
     read_capture,
 )
-from amqp_codec.capture.compressed import COMPRESSIONS, Compression
+from amqp_codec.capture.compressed import COMPRESSIONS, Compression, compression_of
 from amqp_codec.capture.synthetic import generate
 from amqp_codec.inspect.captures import is_capture
 
@@ -99,6 +99,13 @@ def test_a_compressed_capture_reads_as_the_plain_one(tmp_path: Path, name: str) 
     assert files == sorted([str(streams), str(whole)]) and not skipped
 
 
+def test_a_text_that_starts_like_a_magic_is_not_taken_for_it() -> None:
+    assert compression_of(b"BZh9" + bytes(4)) is not None
+    assert compression_of(b"BZhttp://example") is None  # no block size after BZh
+    assert compression_of(b"BZh") is None
+    assert compression_of(b"plain text") is None
+
+
 def test_a_folder_of_mixed_compressions_is_read_whole(tmp_path: Path) -> None:
     """Each file counts: a folder of rotated files in several compressions lost all but
     the gzip ones, unsaid."""
@@ -136,7 +143,8 @@ def test_a_cut_stream_keeps_what_came_before_and_says_so(
 @pytest.mark.parametrize("name", NAMES)
 def test_a_stream_damaged_from_its_start_is_called_corrupt(tmp_path: Path, name: str) -> None:
     path = tmp_path / f"broken.pcap.{name}"
-    path.write_bytes(_compression(name).magic + b"\xff" * 64)
+    compression = _compression(name)
+    path.write_bytes(compression.magic + compression.then[:1] + b"\xff" * 64)
     (problem,) = read_capture(str(path))
     assert isinstance(problem, CaptureProblem)
     assert problem.kind == "corrupt-file"

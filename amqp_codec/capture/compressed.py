@@ -115,6 +115,16 @@ class Compression:
     its module, or ``module.name``."""
     package: str | None = None
     """What to install for it (None: the standard library has it)."""
+    then: bytes = b""
+    """Where not empty, one of these bytes follows :attr:`magic` (bzip2's block size, a
+    digit): a text that happens to start ``BZh`` is no bzip2 file."""
+
+    def starts(self, head: bytes) -> bool:
+        """Whether ``head``, a file's first bytes, starts a stream of this compression."""
+        if not head.startswith(self.magic):
+            return False
+        after = head[len(self.magic) : len(self.magic) + 1]
+        return not self.then or (len(after) == 1 and after in self.then)
 
     def _loaded(self) -> tuple[Callable[[], Any], tuple[type[Exception], ...]] | None:
         """Its decompressor class and error types, or None where its module is missing."""
@@ -168,7 +178,15 @@ COMPRESSIONS = (
     Compression("gzip", b"\x1f\x8b", "gzip -d", (__name__,), "_Gzip", ("zlib.error",)),
     Compression("xz", b"\xfd7zXZ\x00", "xz -d", ("lzma",), "LZMADecompressor", ("LZMAError",)),
     # bz2 says OSError ("Invalid data stream") for damage, EOFError for data past the end.
-    Compression("bzip2", b"BZh", "bzip2 -d", ("bz2",), "BZ2Decompressor", ("OSError", "EOFError")),
+    Compression(
+        "bzip2",
+        b"BZh",
+        "bzip2 -d",
+        ("bz2",),
+        "BZ2Decompressor",
+        ("OSError", "EOFError"),
+        then=b"123456789",
+    ),
     Compression(
         "zstd",
         b"\x28\xb5\x2f\xfd",
@@ -195,7 +213,7 @@ def compression_of(head: bytes) -> Compression | None:
     """The compression whose magic number ``head`` (a file's first bytes, six or more)
     starts with, or None: not compressed, or compressed in a way not read here."""
     for compression in COMPRESSIONS:
-        if head.startswith(compression.magic):
+        if compression.starts(head):
             return compression
     return None
 
@@ -257,7 +275,7 @@ def decompress(compression: Compression, src: BinaryIO, dst: BinaryIO) -> Damage
                     chunk = b""
         if decompressor is not None:
             # The input ended inside a stream: what it still holds comes out, then the cut.
-            while out := _step(compression, decompressor, b""):
+            while not decompressor.eof and (out := _step(compression, decompressor, b"")):
                 if (damage := write(out)) is not None:
                     return damage
             if not decompressor.eof:
