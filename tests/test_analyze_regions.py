@@ -1308,19 +1308,19 @@ def test_copies_are_not_made_in_a_temporary_folder_held_in_memory(
     capture's size of it. The copies go into the output folder instead, and go."""
     import gzip
 
-    from amqp_codec.analyze import decompressed
+    from amqp_codec.capture import compressed
 
     mounts = tmp_path / "mounts"
     mounts.write_text(
         "/dev/vda / ext4 rw 0 0\ntmpfs /tmp tmpfs rw 0 0\n/dev/vdb /tmp/disk ext4 rw 0 0\n"
         "/dev/vdc /mnt/with\\040space xfs rw 0 0\n"
     )
-    assert decompressed.in_memory("/tmp/x", str(mounts))
-    assert decompressed.in_memory("/tmp", str(mounts))
-    assert not decompressed.in_memory("/tmp/disk/x", str(mounts))
-    assert not decompressed.in_memory("/tmpfoo", str(mounts))
-    assert not decompressed.in_memory("/mnt/with space/x", str(mounts))
-    assert not decompressed.in_memory("/tmp/x", str(tmp_path / "no-mounts"))
+    assert compressed.in_memory("/tmp/x", str(mounts))
+    assert compressed.in_memory("/tmp", str(mounts))
+    assert not compressed.in_memory("/tmp/disk/x", str(mounts))
+    assert not compressed.in_memory("/tmpfoo", str(mounts))
+    assert not compressed.in_memory("/mnt/with space/x", str(mounts))
+    assert not compressed.in_memory("/tmp/x", str(tmp_path / "no-mounts"))
 
     made: list[str] = []
     real_mkdtemp = tempfile.mkdtemp
@@ -1329,7 +1329,7 @@ def test_copies_are_not_made_in_a_temporary_folder_held_in_memory(
         made.append(real_mkdtemp(*args, **kwargs))
         return made[-1]
 
-    monkeypatch.setattr(decompressed, "in_memory", lambda path: True)
+    monkeypatch.setattr(compressed, "in_memory", lambda path: True)
     monkeypatch.setattr(tempfile, "mkdtemp", mkdtemp)
     packed = tmp_path / "capture.pcap.gz"
     packed.write_bytes(gzip.compress((SAMPLES / "pika.pcap").read_bytes()))

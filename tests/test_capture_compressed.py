@@ -227,3 +227,39 @@ def test_a_missing_library_is_named_with_what_to_install(
     assert files == [str(tmp_path / "other.pcap")]
     assert [(s.capture, s.kind) for s in skipped] == [(str(path), "unreadable")]
     assert "backports.zstd" in skipped[0].detail
+
+
+def test_the_reader_does_not_decompress_into_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the temporary folder is held in memory (a tmpfs /tmp), the reader's anonymous
+    copy goes beside the capture; where that folder cannot be written, to /tmp after all."""
+    import tempfile
+
+    folders: list[str | None] = []
+    real = tempfile.TemporaryFile
+
+    def recorded(*args: object, dir: str | None = None, **kwargs: object) -> object:
+        folders.append(dir)
+        if dir is not None and "unwritable" in dir:
+            raise PermissionError(dir)
+        return real(*args, dir=dir, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(tempfile, "TemporaryFile", recorded)
+    path = tmp_path / "capture.pcap.xz"
+    path.write_bytes(lzma.compress(SAMPLE.read_bytes()))
+    expected = _segments(SAMPLE)
+    monkeypatch.setattr(compressed, "in_memory", lambda folder: False)
+    assert _segments(path) == expected
+    monkeypatch.setattr(compressed, "in_memory", lambda folder: True)
+    assert _segments(path) == expected
+    (tmp_path / "unwritable").mkdir()
+    other = tmp_path / "unwritable" / "capture.pcap.xz"
+    other.write_bytes(path.read_bytes())
+    assert _segments(other) == expected
+    assert folders == [
+        tempfile.gettempdir(),
+        str(tmp_path),
+        str(tmp_path / "unwritable"),
+        None,
+    ]

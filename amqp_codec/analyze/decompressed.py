@@ -29,19 +29,14 @@ import tempfile
 from collections.abc import Iterator, Sequence
 
 from amqp_codec.analyze.scan import Split
-from amqp_codec.capture.compressed import compression_of, decompress
+from amqp_codec.capture.compressed import compression_of, decompress, scratch_folder
 
 __all__ = [
     "compressed_files",
     "copies_folder",
     "decompress_split",
     "decompress_splits",
-    "in_memory",
 ]
-
-
-#: Filesystems held in memory: a copy there would take the decompressed size in memory.
-_IN_MEMORY = frozenset({"tmpfs", "ramfs"})
 
 
 @contextlib.contextmanager
@@ -52,10 +47,8 @@ def copies_folder(wanted: bool, out: str) -> Iterator[str | None]:
     if not wanted:
         yield None
         return
-    base = tempfile.gettempdir()
-    if in_memory(base):
-        os.makedirs(out, exist_ok=True)
-        base = out
+    base = scratch_folder(out)
+    os.makedirs(base, exist_ok=True)
     folder = tempfile.mkdtemp(prefix=".amqp-codec-decompressed-", dir=base)
     try:
         yield folder
@@ -63,40 +56,25 @@ def copies_folder(wanted: bool, out: str) -> Iterator[str | None]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def in_memory(path: str, mounts: str = "/proc/self/mounts") -> bool:
-    """Whether ``path`` lies on a filesystem held in memory, by the mount table ``mounts``
-    (where there is none to read, outside Linux, it is taken to be a disk)."""
-    try:
-        with open(mounts, encoding="utf-8", errors="replace") as f:
-            table = [line.split()[1:3] for line in f if len(line.split()) >= 3]
-    except OSError:
-        return False
-    real = os.path.realpath(path)
-    longest, kind = "", ""
-    for point, fstype in table:
-        point = point.replace("\\040", " ")  # the table writes a space as \040
-        inside = real == point or real.startswith(point.rstrip("/") + "/")
-        if inside and len(point) >= len(longest):
-            longest, kind = point, fstype
-    return kind in _IN_MEMORY
-
-
 def compressed_files(files: Sequence[str]) -> list[Split]:
     """The compressed ones of ``files``, each as one split of the whole file (``index`` its
     place among them, ``file`` its place in ``files``), to give :func:`decompress_splits`."""
-    wanted = [(file, path) for file, path in enumerate(files) if _compressed(path)]
+    wanted = [(file, path, size) for file, path in enumerate(files) if (size := _compressed(path))]
     return [
-        Split(i, file, path, None, 0, os.path.getsize(path), 0, True)
-        for i, (file, path) in enumerate(wanted)
+        Split(i, file, path, None, 0, size, 0, True) for i, (file, path, size) in enumerate(wanted)
     ]
 
 
-def _compressed(path: str) -> bool:
+def _compressed(path: str) -> int | None:
+    """The size of ``path`` if it is compressed, else None (one that cannot be read is left
+    to read_capture, which reports it)."""
     try:
         with open(path, "rb") as f:
-            return compression_of(f.read(8)) is not None
+            if compression_of(f.read(8)) is None:
+                return None
+            return os.fstat(f.fileno()).st_size
     except OSError:
-        return False  # read_capture reports it
+        return None
 
 
 def decompress_splits(folder: str, splits: Sequence[Split]) -> list[str | None]:

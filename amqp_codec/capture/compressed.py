@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import builtins
 import importlib
+import os
+import tempfile
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,6 +38,8 @@ __all__ = [
     "compression_of",
     "decompress",
     "first_bytes",
+    "in_memory",
+    "scratch_folder",
 ]
 
 #: A compressed capture is decompressed up to this many bytes (the temporary file's size).
@@ -283,6 +287,36 @@ def decompress(compression: Compression, src: BinaryIO, dst: BinaryIO) -> Damage
     except CorruptStream as exc:
         return Damage("corrupt-file", str(exc))
     return None
+
+
+#: Filesystems held in memory: a decompressed copy there takes its size in memory.
+_IN_MEMORY = frozenset({"tmpfs", "ramfs"})
+
+
+def in_memory(path: str, mounts: str = "/proc/self/mounts") -> bool:
+    """Whether ``path`` lies on a filesystem held in memory, by the mount table ``mounts``
+    (where there is none to read, outside Linux, it is taken to be a disk)."""
+    try:
+        with open(mounts, encoding="utf-8", errors="replace") as f:
+            table = [line.split()[1:3] for line in f if len(line.split()) >= 3]
+    except OSError:
+        return False
+    real = os.path.realpath(path)
+    longest, kind = "", ""
+    for point, fstype in table:
+        point = point.replace("\\040", " ")  # the table writes a space as \040
+        inside = real == point or real.startswith(point.rstrip("/") + "/")
+        if inside and len(point) >= len(longest):
+            longest, kind = point, fstype
+    return kind in _IN_MEMORY
+
+
+def scratch_folder(near: str) -> str:
+    """Where a decompressed copy is written: the system's temporary folder (``TMPDIR``),
+    unless that is held in memory (a tmpfs ``/tmp``, as Debian 13 and Fedora mount it),
+    where a copy of a capture of gigabytes would take that much memory: then ``near``."""
+    base = tempfile.gettempdir()
+    return near if in_memory(base) else base
 
 
 def first_bytes(compression: Compression, read: Callable[[int], bytes], size: int) -> bytes:

@@ -12,7 +12,9 @@ readers hand back short records of a truncated file without saying so. Link, IP 
 headers are parsed by offset too: building a dpkt object per layer costs several times more
 than the few ``unpack_from`` calls a segment needs. The file is memory-mapped, so reading
 costs no more memory than the page cache (a compressed file is first decompressed into an
-anonymous temporary file, which takes that much disk space while it is read).
+anonymous temporary file, which takes that much disk space while it is read: in the system's
+temporary folder, or in the capture's own folder where that one is held in memory, as a
+tmpfs ``/tmp`` is).
 
 Supported: classic pcap (micro- and nanosecond, either byte order) and pcapng (any number of
 sections and interfaces, each with its own link type, ``if_tsresol`` and ``if_tsoffset``;
@@ -74,7 +76,14 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, BinaryIO, NamedTuple, TypeAlias
 
-from .compressed import Compression, CorruptStream, compression_of, decompress, first_bytes
+from .compressed import (
+    Compression,
+    CorruptStream,
+    compression_of,
+    decompress,
+    first_bytes,
+    scratch_folder,
+)
 
 #: (source port, destination port) pairs: the segments a reader wants (see :func:`read_range`).
 PortPairs: TypeAlias = "frozenset[tuple[int, int]]"
@@ -519,6 +528,18 @@ def _read_mapped(path: str, f: BinaryIO) -> Iterator[Segment | CaptureProblem]:
             )
 
 
+def _scratch_file(path: str) -> BinaryIO:
+    """An anonymous temporary file for ``path``'s decompressed bytes: in the system's
+    temporary folder, or beside ``path`` where that is held in memory (see
+    :func:`~.compressed.scratch_folder`; nothing shows there, the file has no name); in the
+    temporary folder after all where ``path``'s folder cannot be written."""
+    folder = scratch_folder(os.path.dirname(os.path.abspath(path)))
+    try:
+        return tempfile.TemporaryFile(dir=folder)
+    except OSError:
+        return tempfile.TemporaryFile()
+
+
 def _read_compressed(
     path: str, f: BinaryIO, compression: Compression
 ) -> Iterator[Segment | CaptureProblem]:
@@ -528,7 +549,7 @@ def _read_compressed(
         yield CaptureProblem(path, None, "unreadable", missing)
         return
     f.seek(0)
-    with tempfile.TemporaryFile() as plain:
+    with _scratch_file(path) as plain:
         damage = decompress(compression, f, plain)
         plain.flush()
         problem = None if damage is None else CaptureProblem(path, None, *damage)
