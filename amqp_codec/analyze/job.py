@@ -1253,7 +1253,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "captures",
         nargs="+",
         metavar="CAPTURE",
-        help="pcap or pcapng file (plain, or compressed with gzip, xz, bzip2, zstd or lz4), or a folder of them",
+        help="pcap or pcapng file (plain, or compressed with gzip, xz, bzip2, zstd or lz4), "
+        "or a folder of them",
     )
     parser.add_argument("--out", required=True, metavar="DIR", help="output folder")
     parser.add_argument(

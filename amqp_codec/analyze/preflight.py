@@ -202,7 +202,7 @@ _KIND_WORDS = {
 }
 
 
-def _magic(path: str) -> tuple[bytes | None, tuple[str, str] | None]:
+def _magic(path: str) -> bytes | tuple[str, str]:
     """A regular file's first four bytes (decompressed, if it is compressed); or why not,
     as the kind and detail of a skipped input.
 
@@ -212,34 +212,34 @@ def _magic(path: str) -> tuple[bytes | None, tuple[str, str] | None]:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
-        return None, ("unreadable", f"cannot open: {exc.strerror}; skipped")
+        return ("unreadable", f"cannot open: {exc.strerror}; skipped")
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None, ("unreadable", "not a regular file; skipped")
+            return ("unreadable", "not a regular file; skipped")
         head = os.read(fd, 65536)
         compression = compression_of(head)
         if compression is None:
-            return head[:4], None
+            return head[:4]
         missing = compression.missing()
         if missing is not None:
-            return None, ("unreadable", f"{missing}; skipped")
+            return ("unreadable", f"{missing}; skipped")
         unread = [head]
         data = first_bytes(compression, lambda n: unread.pop() if unread else os.read(fd, n), 4)
         if len(data) < 4:
             name = compression.name
-            return None, (
+            return (
                 f"corrupt-{name}",
                 f"corrupt {name} file: stream ends before its first bytes",
             )
-        return data, None
+        return data
     except CorruptStream as exc:
         name = exc.compression
-        return None, (
+        return (
             f"corrupt-{name}",
             f"corrupt {name} file: not a valid {name} stream ({exc.cause})",
         )
     except OSError as exc:
-        return None, ("unreadable", f"cannot be read ({exc.strerror}); skipped")
+        return ("unreadable", f"cannot be read ({exc.strerror}); skipped")
     finally:
         os.close(fd)
 
@@ -295,10 +295,9 @@ class _Walk:
                 Skipped(path, kind, f"{_KIND_WORDS[kind]}, not a capture file; skipped unopened")
             )
             return
-        magic, why = _magic(path)
-        if magic is None:
-            kind, detail = why or ("unreadable", "skipped")  # _magic always says why
-            self.skipped.append(Skipped(path, kind, detail))
+        magic = _magic(path)
+        if isinstance(magic, tuple):
+            self.skipped.append(Skipped(path, *magic))
             return
         if _is_capture_magic(magic):
             self.files.append(path)
@@ -353,9 +352,9 @@ def resolve_captures(
             raise AnalyzeUsageError(f"{path} is {_KIND_WORDS[kind]}, not a capture file")
         if not os.access(path, os.R_OK):
             raise AnalyzeUsageError(f"cannot read {path}: permission denied")
-        magic, why = _magic(path)
-        if magic is None and why is not None and why[0].startswith("corrupt-"):
-            skipped.append(Skipped(path, *why))
+        magic = _magic(path)
+        if isinstance(magic, tuple) and magic[0].startswith("corrupt-"):
+            skipped.append(Skipped(path, *magic))
             continue
         found.add(path)
     if not found and len(skipped) == 1 and not others:

@@ -18,8 +18,9 @@ reader can read it and say where it stopped.
 
 from __future__ import annotations
 
-import builtins
+import bz2
 import importlib
+import lzma
 import os
 import tempfile
 import zlib
@@ -100,6 +101,37 @@ class _Gzip:
         return self._zlib.unused_data
 
 
+#: A compression's decompressor class and the errors it raises on damaged input.
+_Loaded = tuple[Callable[[], Any], tuple[type[Exception], ...]]
+
+
+def _gzip() -> _Loaded:
+    return _Gzip, (zlib.error,)
+
+
+def _xz() -> _Loaded:
+    return lzma.LZMADecompressor, (lzma.LZMAError,)
+
+
+def _bzip2() -> _Loaded:
+    # bz2 says OSError ("Invalid data stream") for damage, EOFError for data past the end.
+    return bz2.BZ2Decompressor, (OSError, EOFError)
+
+
+def _zstd() -> _Loaded:
+    try:
+        zstd = importlib.import_module("compression.zstd")  # Python 3.14
+    except ImportError:
+        zstd = importlib.import_module("backports.zstd")
+    return zstd.ZstdDecompressor, (zstd.ZstdError,)
+
+
+def _lz4() -> _Loaded:
+    frame = importlib.import_module("lz4.frame")
+    # lz4.frame says RuntimeError ("LZ4F_decompress failed with code: ...").
+    return frame.LZ4FrameDecompressor, (RuntimeError,)
+
+
 @dataclass(frozen=True, slots=True)
 class Compression:
     """One compression a capture file can come in."""
@@ -110,13 +142,8 @@ class Compression:
     """The first bytes of each of its streams (members, frames)."""
     command: str
     """The command that decompresses a file of it, for messages."""
-    modules: tuple[str, ...]
-    """Where its decompressor class is: the first of them that imports."""
-    attribute: str
-    """The decompressor class's name there."""
-    errors: tuple[str, ...]
-    """What its decompressor raises on damaged input: builtin exceptions' names, names in
-    its module, or ``module.name``."""
+    load: Callable[[], _Loaded]
+    """Its decompressor class and errors; :class:`ImportError` where its module is missing."""
     package: str | None = None
     """What to install for it (None: the standard library has it)."""
     then: bytes = b""
@@ -130,18 +157,13 @@ class Compression:
         after = head[len(self.magic) : len(self.magic) + 1]
         return not self.then or (len(after) == 1 and after in self.then)
 
-    def _loaded(self) -> tuple[Callable[[], Any], tuple[type[Exception], ...]] | None:
-        """Its decompressor class and error types, or None where its module is missing."""
+    def _loaded(self) -> _Loaded | None:
+        """:attr:`load`'s answer, asked once; None where its module is missing."""
         if self.name not in _LOADED:
-            _LOADED[self.name] = None
-            for name in self.modules:
-                try:
-                    module = importlib.import_module(name)
-                except ImportError:
-                    continue
-                errors = tuple(_error_type(module, error) for error in self.errors)
-                _LOADED[self.name] = (getattr(module, self.attribute), errors)
-                break
+            try:
+                _LOADED[self.name] = self.load()
+            except ImportError:
+                _LOADED[self.name] = None
         return _LOADED[self.name]
 
     def missing(self) -> str | None:
@@ -167,49 +189,14 @@ class Compression:
         return () if loaded is None else loaded[1]
 
 
-def _error_type(module: Any, name: str) -> type[Exception]:
-    where, _, attribute = name.rpartition(".")
-    if where:
-        module = importlib.import_module(where)
-    found: type[Exception] = getattr(builtins, attribute, None) or getattr(module, attribute)
-    return found
-
-
-_LOADED: dict[str, tuple[Callable[[], Any], tuple[type[Exception], ...]] | None] = {}
+_LOADED: dict[str, _Loaded | None] = {}
 
 COMPRESSIONS = (
-    # zlib drives gzip here through _Gzip, in this module.
-    Compression("gzip", b"\x1f\x8b", "gzip -d", (__name__,), "_Gzip", ("zlib.error",)),
-    Compression("xz", b"\xfd7zXZ\x00", "xz -d", ("lzma",), "LZMADecompressor", ("LZMAError",)),
-    # bz2 says OSError ("Invalid data stream") for damage, EOFError for data past the end.
-    Compression(
-        "bzip2",
-        b"BZh",
-        "bzip2 -d",
-        ("bz2",),
-        "BZ2Decompressor",
-        ("OSError", "EOFError"),
-        then=b"123456789",
-    ),
-    Compression(
-        "zstd",
-        b"\x28\xb5\x2f\xfd",
-        "zstd -d",
-        ("compression.zstd", "backports.zstd"),
-        "ZstdDecompressor",
-        ("ZstdError",),
-        "backports.zstd",
-    ),
-    # lz4.frame says RuntimeError ("LZ4F_decompress failed with code: ...").
-    Compression(
-        "lz4",
-        b"\x04\x22\x4d\x18",
-        "lz4 -d",
-        ("lz4.frame",),
-        "LZ4FrameDecompressor",
-        ("RuntimeError",),
-        "lz4",
-    ),
+    Compression("gzip", b"\x1f\x8b", "gzip -d", _gzip),
+    Compression("xz", b"\xfd7zXZ\x00", "xz -d", _xz),
+    Compression("bzip2", b"BZh", "bzip2 -d", _bzip2, then=b"123456789"),
+    Compression("zstd", b"\x28\xb5\x2f\xfd", "zstd -d", _zstd, "backports.zstd"),
+    Compression("lz4", b"\x04\x22\x4d\x18", "lz4 -d", _lz4, "lz4"),
 )
 
 
