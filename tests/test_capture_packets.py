@@ -620,23 +620,35 @@ def test_mutated_files_never_raise(
             assert 0 <= item.seq < 2**32 and 0 <= item.sport < 65536
 
 
-#: The ways a packet may differ from the usual one (Ethernet, IPv4 without options, TCP).
-_UNUSUAL: dict[str, list[Any]] = {
-    "vihl": [0x46, 0x44, 0x55],
-    "total": [0, -1, -20, 1, 8],  # 0: left 0 (offload), else added to the right length
-    "proto": [17],
-    "frag": [0x0000, 0x2000, 0x0001],
+#: The ways a TCP segment may differ from the usual one, over either IP version.
+_UNUSUAL_TCP: dict[str, list[Any]] = {
     "options": [b"\x01\x01\x01\x01", b"\x02\x04\x05\xb4" * 3],
     "doff": [0x40, 0x30, 0xF0, 0x51],  # 0x51: the NS flag
     "flags": [ACK, SYN, dpkt.tcp.TH_FIN | ACK, dpkt.tcp.TH_RST, SYN | 0x80],
     "payload": [b"", b"x" * 1400],
     "padding": [b"\x00" * 6],
 }
-_CASES = [{}] + [{name: value} for name, values in _UNUSUAL.items() for value in values]
+#: ...and an IPv4 packet from the usual one (no options, TCP).
+_UNUSUAL: dict[str, list[Any]] = {
+    "vihl": [0x46, 0x44, 0x55],
+    "total": [0, -1, -20, 1, 8],  # 0: left 0 (offload), else added to the right length
+    "proto": [17],
+    "frag": [0x0000, 0x2000, 0x0001],
+    **_UNUSUAL_TCP,
+}
+#: ...and an IPv6 packet from the usual one (TCP right after the fixed header).
+_UNUSUAL6: dict[str, list[Any]] = {
+    "version": [0x40, 0x70],  # the first octet: its version nibble
+    "plen": [0, -1, -20, 1, 8],  # 0: left 0 (a jumbogram, offload), else added to the right one
+    "nxt": [17, 0, 44],  # UDP, a hop-by-hop header, a fragment header
+    **_UNUSUAL_TCP,
+}
+_CASES = [(4, {})] + [(4, {name: value}) for name, values in _UNUSUAL.items() for value in values]
+_CASES += [(6, {})] + [(6, {name: value}) for name, values in _UNUSUAL6.items() for value in values]
 
 
-def _link_pair(case: dict[str, Any]) -> tuple[bytes, bytes]:
-    """The packet ``case`` describes, as an Ethernet frame and as an SLL frame."""
+def _ip_packet(version: int, case: dict[str, Any]) -> bytes:
+    """The IP packet ``case`` describes (with any padding after it)."""
     segment = bytearray(
         tcp(
             40000,
@@ -649,21 +661,43 @@ def _link_pair(case: dict[str, Any]) -> tuple[bytes, bytes]:
     )
     if "doff" in case:
         segment[12] = case["doff"]
-    ip = bytearray(
-        ipv4(C4, S4, bytes(segment), proto=case.get("proto", 6), frag=case.get("frag", 0x4000))
-    )
-    ip[0] = case.get("vihl", 0x45)
-    if "total" in case:
-        total = 0 if case["total"] == 0 else len(ip) + case["total"]
-        ip[2:4] = total.to_bytes(2, "big")
-    ip += case.get("padding", b"")
-    return ethernet(bytes(ip)), sll(bytes(ip))
+    if version == 4:
+        ip = bytearray(
+            ipv4(C4, S4, bytes(segment), proto=case.get("proto", 6), frag=case.get("frag", 0x4000))
+        )
+        ip[0] = case.get("vihl", 0x45)
+        if "total" in case:
+            total = 0 if case["total"] == 0 else len(ip) + case["total"]
+            ip[2:4] = total.to_bytes(2, "big")
+    else:
+        ip = bytearray(ipv6(C6, S6, bytes(segment), nxt=case.get("nxt", 6)))
+        ip[0] = case.get("version", 0x60)
+        if "plen" in case:
+            plen = 0 if case["plen"] == 0 else len(segment) + case["plen"]
+            ip[4:6] = plen.to_bytes(2, "big")
+    return bytes(ip + case.get("padding", b""))
 
 
-def _read_on_each_link(folder: Path, frames: tuple[bytes, bytes], cut: int | None) -> list[Any]:
+def _on_each_link(version: int, ip: bytes) -> list[tuple[int, int, bytes]]:
+    """``ip`` as (link type, where the IP header starts, frame) on Ethernet, on Linux's
+    "any" device (SLL2), both read by fast paths, and on SLL, whose reader has none."""
+    ethertype = 0x0800 if version == 4 else 0x86DD  # by the case, not by its version nibble
+    return [
+        (
+            1,
+            14,
+            b"\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01" + struct.pack(">H", ethertype) + ip,
+        ),
+        (276, 20, struct.pack(">HHIHBB8s", ethertype, 0, 1, 772, 0, 6, b"\x00" * 8) + ip),
+        (113, 16, struct.pack(">HHH8sH", 0, 772, 6, b"\x00" * 8, ethertype) + ip),
+    ]
+
+
+def _reads_on_each_link(
+    folder: Path, version: int, case: dict[str, Any], cut: int | None
+) -> list[list[Any]]:
     read = []
-    for link, frame in zip((1, 113), frames, strict=True):
-        ip_start = 14 if link == 1 else 16
+    for link, ip_start, frame in _on_each_link(version, _ip_packet(version, case)):
         data = frame if cut is None else frame[: ip_start + cut]
         path = write(folder / f"{link}.pcap", pcap_bytes([(1, 0, data, len(frame))], link))
         read.append(
@@ -677,32 +711,43 @@ def _read_on_each_link(folder: Path, frames: tuple[bytes, bytes], cut: int | Non
 
 
 @pytest.mark.parametrize(
-    "case", _CASES, ids=lambda c: ",".join(f"{k}={v!r:.12}" for k, v in c.items()) or "usual"
+    ("version", "case"),
+    _CASES,
+    ids=lambda c: (
+        c if isinstance(c, int) else ",".join(f"{k}={v!r:.12}" for k, v in c.items()) or "usual"
+    ),
 )
-@pytest.mark.parametrize("cut", [None, 0, 19, 20, 39, 40, 53, 60])
-def test_the_usual_ethernet_packet_reads_as_on_every_other_link(
-    tmp_path: Path, case: dict[str, Any], cut: int | None
+@pytest.mark.parametrize("cut", [None, 0, 19, 20, 39, 40, 53, 59, 60, 73, 80])
+def test_the_usual_packet_reads_as_on_a_link_without_a_fast_path(
+    tmp_path: Path, version: int, case: dict[str, Any], cut: int | None
 ) -> None:
-    """Ethernet + IPv4 + TCP has a fast path; a packet, well formed or not and cut at any
-    IP byte, reads the same through it as the same IP bytes do on SLL, whose reader has
-    none: the same segment, or nothing, or a problem of the same kind."""
-    ethernet_read, sll_read = _read_on_each_link(tmp_path, _link_pair(case), cut)
+    """TCP over IPv4 or IPv6 has fast paths on Ethernet and SLL2; a packet, well formed or
+    not and cut at any IP byte, reads the same through them as the same IP bytes do on SLL,
+    whose reader has none: the same segment, or nothing, or a problem of the same kind."""
+    ethernet_read, sll2_read, sll_read = _reads_on_each_link(tmp_path, version, case, cut)
     assert ethernet_read == sll_read
+    assert sll2_read == sll_read
 
 
 @given(
-    case=st.fixed_dictionaries(
-        {}, optional={name: st.sampled_from(values) for name, values in _UNUSUAL.items()}
-    ),
-    cut=st.none() | st.integers(0, 80),
+    version=st.sampled_from([4, 6]),
+    data=st.data(),
+    cut=st.none() | st.integers(0, 100),
 )
-def test_any_mix_of_unusual_fields_reads_as_on_every_other_link(
-    tmp_path_factory: pytest.TempPathFactory, case: dict[str, Any], cut: int | None
+def test_any_mix_of_unusual_fields_reads_as_on_a_link_without_a_fast_path(
+    tmp_path_factory: pytest.TempPathFactory, version: int, data: st.DataObject, cut: int | None
 ) -> None:
-    ethernet_read, sll_read = _read_on_each_link(
-        tmp_path_factory.mktemp("links"), _link_pair(case), cut
+    unusual = _UNUSUAL if version == 4 else _UNUSUAL6
+    case = data.draw(
+        st.fixed_dictionaries(
+            {}, optional={name: st.sampled_from(values) for name, values in unusual.items()}
+        )
+    )
+    ethernet_read, sll2_read, sll_read = _reads_on_each_link(
+        tmp_path_factory.mktemp("links"), version, case, cut
     )
     assert ethernet_read == sll_read
+    assert sll2_read == sll_read
 
 
 def test_a_range_read_for_some_ports_leaves_only_the_others_out(tmp_path: Path) -> None:

@@ -64,6 +64,7 @@ so nanosecond captures are rounded to about 0.2 microseconds.
 
 from __future__ import annotations
 
+import enum
 import functools
 import ipaddress
 import math
@@ -203,9 +204,22 @@ _IPV4 = struct.Struct(">BxHxxHxBxx4s4s").unpack_from
 _TCP = struct.Struct(">HHI4xBB").unpack_from
 #: Ethernet, an IPv4 header of 20 bytes and TCP's fixed fields, as _IPV4 and _TCP read them.
 _ETHERNET_IPV4_TCP = struct.Struct(">12xHBxHxxHxBxx4s4sHHI4xBB").unpack_from
+#: An IPv4 header of 20 bytes and TCP's fixed fields, read from the IP header on.
+_IPV4_TCP = struct.Struct(">BxHxxHxBxx4s4sHHI4xBB").unpack_from
+#: IPv6's fixed header (version word, payload length, next header, addresses) and TCP's fixed
+#: fields right after it.
+_IPV6_TCP = struct.Struct(">IHBx16s16sHHI4xBB").unpack_from
 _IPV6_EXTENSIONS = frozenset({0, 43, 60, 51, 135, 139, 140})  # hop-by-hop, routing, dest, AH, ...
 _IPV6_FRAGMENT = 44
 _IPV6_NO_NEXT = 59
+
+
+class _General(enum.Enum):
+    GENERAL = enum.auto()
+
+
+#: What a fast path returns for a packet it does not vouch for: read the general way.
+_GENERAL = _General.GENERAL
 
 _ip4_cache: dict[bytes, str] = {}
 _ip6_cache: dict[bytes, str] = {}
@@ -305,6 +319,20 @@ class _Packets:
                     )
                 if start <= end <= n:
                     return None  # a bare ACK or window update
+            elif ethertype == _ETH_IPV6 and caplen >= 74:  # a loopback capture over ::1
+                fast = self._ipv6_tcp(buf, base + 14, n, index, ts)
+                if fast is not _GENERAL:
+                    return fast
+        elif link == _LT_SLL2 and caplen >= 60:  # tcpdump -i any
+            ethertype = (buf[base] << 8) | buf[base + 1]
+            if ethertype == _ETH_IPV4:
+                fast = self._ipv4_tcp(buf, base + 20, n, index, ts)
+                if fast is not _GENERAL:
+                    return fast
+            elif ethertype == _ETH_IPV6 and caplen >= 80:
+                fast = self._ipv6_tcp(buf, base + 20, n, index, ts)
+                if fast is not _GENERAL:
+                    return fast
         # Find the network layer: offset and, where the link layer says it, the ethertype.
         if link == _LT_ETHERNET:
             if caplen < 14:
@@ -429,6 +457,75 @@ class _Packets:
             seq,
             flags,
             payload,
+        )
+
+    def _ipv4_tcp(
+        self, buf: bytes | mmap.mmap, ip: int, n: int, index: int, ts: float
+    ) -> Segment | _General | None:
+        """The usual IPv4 packet (no options, TCP, not cut) at ``buf[ip:n]`` in one unpack, as
+        the Ethernet fast path in :meth:`parse`; :data:`_GENERAL` for anything else."""
+        (vihl, total, frag, proto, src, dst, sport, dport, seq, doff, flags) = _IPV4_TCP(buf, ip)
+        if vihl != 0x45 or proto != 6 or frag & 0x3FFF or total < 40 or doff < 0x50:
+            return _GENERAL
+        start = ip + 20 + (doff >> 4) * 4
+        return self._tcp(
+            buf, n, index, ts, _ip4, src, dst, sport, dport, seq, doff, flags, start, ip + total
+        )
+
+    def _ipv6_tcp(
+        self, buf: bytes | mmap.mmap, ip: int, n: int, index: int, ts: float
+    ) -> Segment | _General | None:
+        """The usual IPv6 packet (TCP right after the fixed header, a payload length, not
+        cut) at ``buf[ip:n]`` in one unpack; :data:`_GENERAL` for anything else (extension
+        headers, a jumbogram, an offloaded length of 0, a cut or malformed packet)."""
+        (word, plen, nxt, src, dst, sport, dport, seq, doff, flags) = _IPV6_TCP(buf, ip)
+        if word >> 28 != 6 or nxt != 6 or not plen or doff < 0x50:
+            return _GENERAL
+        start = ip + 40 + (doff >> 4) * 4
+        return self._tcp(
+            buf, n, index, ts, _ip6, src, dst, sport, dport, seq, doff, flags, start, ip + 40 + plen
+        )
+
+    def _tcp(
+        self,
+        buf: bytes | mmap.mmap,
+        n: int,
+        index: int,
+        ts: float,
+        name: Callable[[bytes], str],
+        src: bytes,
+        dst: bytes,
+        sport: int,
+        dport: int,
+        seq: int,
+        doff: int,
+        flags: int,
+        start: int,
+        end: int,
+    ) -> Segment | _General | None:
+        """A fast path's segment, its payload ``buf[start:end]``, if the packet's lengths are
+        sound and it ends within the frame (:data:`_GENERAL` if not); None for a bare ACK or
+        a segment between ports not wanted. ``name`` names an address."""
+        only = self.only
+        if only is not None and (sport, dport) not in only:
+            return None
+        if not start <= end <= n:
+            return _GENERAL
+        if start == end and not flags & _INTERESTING:
+            return None  # a bare ACK or window update
+        return _segment(
+            (
+                self.capture,
+                index,
+                ts,
+                name(src),
+                sport,
+                name(dst),
+                dport,
+                seq,
+                flags | (doff & 1) << 8,
+                buf[start:end],
+            )
         )
 
     def _bad(self, index: int, detail: str) -> CaptureProblem:
