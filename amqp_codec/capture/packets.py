@@ -10,7 +10,10 @@ pcapng reader takes the link type and timestamp resolution of the first interfac
 packet (captures from ``tcpdump -i any`` or dumpcap on several interfaces have more), and its
 readers hand back short records of a truncated file without saying so. Link, IP and TCP
 headers are parsed by offset too: building a dpkt object per layer costs several times more
-than the few ``unpack_from`` calls a segment needs. The file is memory-mapped, so reading
+than the few ``unpack_from`` calls a segment needs; the usual packets, TCP over IPv4 or
+IPv6 on Ethernet (what ``tcpdump -i eth0`` or ``-i lo`` records) or on Linux's "any" device
+(SLL2, ``tcpdump -i any``), take one, and anything those fast paths do not vouch for is read
+the general way, with every check. The file is memory-mapped, so reading
 costs no more memory than the page cache (a compressed file is first decompressed into an
 anonymous temporary file, which takes that much disk space while it is read: in the system's
 temporary folder, or in the capture's own folder where that one is held in memory, as a
