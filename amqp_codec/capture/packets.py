@@ -277,7 +277,9 @@ class _Packets:
         caplen = n - base
         if link == _LT_ETHERNET and caplen >= 54:
             # The usual packet (Ethernet, IPv4 without options, TCP) in one unpack; anything
-            # else it does not vouch for goes the general way below.
+            # else it does not vouch for goes the general way below. Written out here rather
+            # than through _ipv4_tcp, which the other fast paths share: the commonest packet
+            # of all took a fifth longer through its two calls (1.5 us against 1.2-1.3 us).
             (
                 ethertype,
                 vihl,
