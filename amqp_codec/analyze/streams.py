@@ -32,7 +32,7 @@ import hashlib
 import json
 import struct
 from collections.abc import Collection, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Any
 
 from ..assembly import Message
@@ -119,6 +119,10 @@ _JSON_CACHE_SIZE = 4096
 #: Method classes met holding a field table (not hashable): their JSON is not cached, and
 #: trying to hash one again would only fail again.
 _UNHASHABLE_METHODS: set[type[Method]] = set()
+#: Per method class, the attributes of the fields its equality leaves out: reserved fields
+#: keep what arrived, but two methods that differ only there are equal, so a cache keyed by
+#: the method alone gave the second the first one's JSON.
+_UNCOMPARED: dict[type[Method], tuple[str, ...]] = {}
 # A connection.start method frame on channel 0: type 1, channel 0, size, class 10 method 10.
 _START_PREFIX = b"\x01\x00\x00"
 _START_IDS = b"\x00\x0a\x00\x0a"
@@ -252,6 +256,14 @@ def method_json(method: Method) -> str:
             return _dumps(method_fields(method))
     parts.append("}")
     return "".join(parts)
+
+
+def _uncompared_attributes(kind: type[Method]) -> tuple[str, ...]:
+    """The attributes of ``kind``'s fields that its equality does not compare."""
+    if not is_dataclass(kind):  # not generated: its equality is its own
+        return ()
+    ignored = {f.name for f in fields(kind) if not f.compare}
+    return tuple(spec.attr for spec in kind.FIELDS if spec.attr in ignored)
 
 
 def _json_plan(kind: type[Method]) -> tuple[tuple[str, str | None], ...]:
@@ -570,7 +582,7 @@ class DirectionDissector:
         # its problem text (see _problem_text).
         self.last_frame: tuple[Any, ...] | None = None
         self.last_deferred = False
-        self.json_cache: dict[Method, str] = {}
+        self.json_cache: dict[object, str] = {}  # see _method_json
         self.mode = _MAIN if region.index == 0 else _SYNC
         self.sync_buffer = bytearray()
         self.sync_base = region.start  # stream offset of sync_buffer[0]
@@ -1139,19 +1151,24 @@ class DirectionDissector:
         self.last_frame = (*self.last_frame[:10], text)
 
     def _method_json(self, method: Method) -> str:
-        """The fields JSON of ``method``; repeated methods (same fields) are encoded once."""
+        """The fields JSON of ``method``; repeated methods (same fields, reserved ones
+        included) are encoded once."""
         kind = type(method)
         if kind in _UNHASHABLE_METHODS:
             return method_json(method)
+        uncompared = _UNCOMPARED.get(kind)
+        if uncompared is None:
+            uncompared = _UNCOMPARED[kind] = _uncompared_attributes(kind)
+        key = (method, *[getattr(method, attr) for attr in uncompared]) if uncompared else method
         try:
-            cached = self.json_cache.get(method)
+            cached = self.json_cache.get(key)
         except TypeError:  # a field table inside: not hashable, not worth caching
             _UNHASHABLE_METHODS.add(kind)
             return method_json(method)
         if cached is None:
             if len(self.json_cache) >= _JSON_CACHE_SIZE:
                 self.json_cache.clear()
-            cached = self.json_cache[method] = method_json(method)
+            cached = self.json_cache[key] = method_json(method)
         return cached
 
     def _message(self, message: Message | DraftMessage) -> None:
