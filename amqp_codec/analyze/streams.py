@@ -32,7 +32,7 @@ import hashlib
 import json
 import struct
 from collections.abc import Collection, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, fields, is_dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..assembly import Message
@@ -119,10 +119,10 @@ _JSON_CACHE_SIZE = 4096
 #: Method classes met holding a field table (not hashable): their JSON is not cached, and
 #: trying to hash one again would only fail again.
 _UNHASHABLE_METHODS: set[type[Method]] = set()
-#: Per method class, the attributes of the fields its equality leaves out: reserved fields
-#: keep what arrived, but two methods that differ only there are equal, so a cache keyed by
-#: the method alone gave the second the first one's JSON.
-_UNCOMPARED: dict[type[Method], tuple[str, ...]] = {}
+#: Per method class, the attributes of its reserved fields: they keep what arrived, but the
+#: generated equality leaves them out, so a cache keyed by the method alone gave the second
+#: of two methods that differ only there the first one's JSON.
+_RESERVED_ATTRS: dict[type[Method], tuple[str, ...]] = {}
 # A connection.start method frame on channel 0: type 1, channel 0, size, class 10 method 10.
 _START_PREFIX = b"\x01\x00\x00"
 _START_IDS = b"\x00\x0a\x00\x0a"
@@ -256,14 +256,6 @@ def method_json(method: Method) -> str:
             return _dumps(method_fields(method))
     parts.append("}")
     return "".join(parts)
-
-
-def _uncompared_attributes(kind: type[Method]) -> tuple[str, ...]:
-    """The attributes of ``kind``'s fields that its equality does not compare."""
-    if not is_dataclass(kind):  # not generated: its equality is its own
-        return ()
-    ignored = {f.name for f in fields(kind) if not f.compare}
-    return tuple(spec.attr for spec in kind.FIELDS if spec.attr in ignored)
 
 
 def _json_plan(kind: type[Method]) -> tuple[tuple[str, str | None], ...]:
@@ -1156,10 +1148,10 @@ class DirectionDissector:
         kind = type(method)
         if kind in _UNHASHABLE_METHODS:
             return method_json(method)
-        uncompared = _UNCOMPARED.get(kind)
-        if uncompared is None:
-            uncompared = _UNCOMPARED[kind] = _uncompared_attributes(kind)
-        key = (method, *[getattr(method, attr) for attr in uncompared]) if uncompared else method
+        reserved = _RESERVED_ATTRS.get(kind)
+        if reserved is None:
+            reserved = _RESERVED_ATTRS[kind] = tuple(f.attr for f in kind.FIELDS if f.reserved)
+        key = (method, *[getattr(method, attr) for attr in reserved]) if reserved else method
         try:
             cached = self.json_cache.get(key)
         except TypeError:  # a field table inside: not hashable, not worth caching
