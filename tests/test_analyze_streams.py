@@ -488,6 +488,20 @@ def test_a_repeated_method_is_written_as_it_arrived_reserved_fields_included(
         assert [row[8] for row in rows] == [method_json(method) for method in methods]
 
 
+def test_only_small_methods_are_remembered() -> None:
+    """The JSON cache is the process's, shared by every stream: it keeps what a frame of at
+    most a KiB encodes, so that what it holds stays small whatever arrives (a long string
+    in each of thousands of methods), and a large method is written all the same."""
+    small = Connection.SecureOk(response=b"x" * 100)
+    large = Connection.SecureOk(response=b"y" * 4000)
+    streams_module._METHOD_JSON.clear()
+    data = frames(MethodFrame(0, small), MethodFrame(0, large), MethodFrame(0, large))
+    dissector = DirectionDissector(connection="c", direction="client", bodies=False)
+    rows = [row for batch, _ in dissector.run_batches([Piece(0, 1.0, data, "f")]) for row in batch]
+    assert [row[8] for row in rows] == [method_json(small), method_json(large), method_json(large)]
+    assert list(streams_module._METHOD_JSON) == [small]
+
+
 def _json_text(value: Any) -> str:
     """JSON as ``json.dumps`` writes it with the tables' options: what ``_dumps`` must write."""
     return json.dumps(value, allow_nan=False, separators=(",", ":"), ensure_ascii=False)
