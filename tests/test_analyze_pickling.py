@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 import pytest
 
 from amqp_codec.analyze.heads import HeadFacts
-from amqp_codec.analyze.pickling import pickled_by_fields
-from amqp_codec.analyze.plan import RegionPlan, Slice
+from amqp_codec.analyze.pickling import call_pickled, pickled_by_fields
+from amqp_codec.analyze.plan import Connection, RegionPlan, Slice, StreamPlan
 from amqp_codec.analyze.regions import PartWindow
 from amqp_codec.analyze.rules import Negotiated, Pending
 
@@ -42,3 +42,22 @@ def test_a_record_with_a_field_the_constructor_does_not_take_is_refused() -> Non
 
     with pytest.raises(TypeError, match="positional"):
         pickled_by_fields(Derived)
+
+
+def test_streams_and_connections_pickle_by_their_fields() -> None:
+    stream = StreamPlan(3, 1, "client", "a-b", True, None, None, 1.0, 2.0, False, False, "0-9-1")
+    stream.slices.append(Slice(0, _KEY, 0, ((0, 8),)))
+    connection = Connection(
+        1, ("10.0.0.1", 40000, "10.0.0.2", 5672), "a-b", "c.pcap", {"client": 3}
+    )
+    for record in (stream, connection):
+        again = pickle.loads(pickle.dumps(record, pickle.HIGHEST_PROTOCOL))
+        assert again == record and type(again) is type(record)
+        assert type(record).__reduce__ is not object.__reduce__
+
+
+def test_a_task_runs_on_its_item_pickled_and_gives_its_result_pickled() -> None:
+    result = call_pickled(len, pickle.dumps(RECORDS))
+    assert pickle.loads(result) == len(RECORDS)
+    with pytest.raises(ZeroDivisionError):  # what the function raises reaches Spark as it is
+        call_pickled(lambda n: 1 // n, pickle.dumps(0))

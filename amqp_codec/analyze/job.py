@@ -43,6 +43,7 @@ import contextlib
 import functools
 import gc
 import os
+import pickle
 import shutil
 import signal
 import sys
@@ -680,6 +681,8 @@ class _SparkMapper:
         self.sc, self.say, self.size = sc, say, size
 
     def __call__(self, label: str, function: Callable[[Any], Any], items: list[Any]) -> list[Any]:
+        from amqp_codec.analyze.pickling import call_pickled
+
         if not items:
             return []
         sizes = [_capture_bytes(item) for item in items]
@@ -687,14 +690,18 @@ class _SparkMapper:
         total = self.size if None in sizes else sum(s for s in sizes if s is not None)
         group = f"amqp-codec-{label}"
         cores = max(self.sc.defaultParallelism, 1)
+        # Items and results go between the driver and the tasks pickled by us (see
+        # call_pickled): Spark carries bytes.
+        task = functools.partial(call_pickled, function)
         with self.say.watch(self.sc, group, label, total, len(items)):
             if len(items) <= cores:
-                return self.sc.parallelize(items, len(items)).map(function).collect()
-            first = self.sc.parallelize(items[:cores], cores).map(function)
+                done = self.sc.parallelize(_pickled(items), len(items)).map(task).collect()
+                return _unpickled(done)
+            first = self.sc.parallelize(_pickled(items[:cores]), cores).map(task)
             begun = _FirstJob(self.sc, group, label, first)
-            rest = items[cores:]
+            rest = _pickled(items[cores:])
             try:
-                later = self.sc.parallelize(rest, len(rest)).map(function).collect()
+                later = _unpickled(self.sc.parallelize(rest, len(rest)).map(task).collect())
             except BaseException as error:
                 cause = begun.failure  # it failed first, and cancelled this job
                 # Not waited for: an interrupt is acted on at once, and a failed run stops
@@ -703,7 +710,15 @@ class _SparkMapper:
                 if cause is not None and isinstance(error, Exception):
                     raise cause from None
                 raise
-            return begun.result() + later
+            return _unpickled(begun.result()) + later
+
+
+def _pickled(items: list[Any]) -> list[bytes]:
+    return [pickle.dumps(item, pickle.HIGHEST_PROTOCOL) for item in items]
+
+
+def _unpickled(results: list[bytes]) -> list[Any]:
+    return [pickle.loads(result) for result in results]
 
 
 def _cancel(sc: SparkContext, group: str) -> None:

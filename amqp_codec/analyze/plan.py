@@ -122,6 +122,7 @@ class RegionPlan:
         return self.horizon is None
 
 
+@pickled_by_fields
 @dataclass(slots=True)
 class StreamPlan:
     """One direction of one connection."""
@@ -187,6 +188,7 @@ class StreamPlan:
         )
 
 
+@pickled_by_fields
 @dataclass(slots=True)
 class Connection:
     """One TCP connection between two endpoints that speaks AMQP."""
