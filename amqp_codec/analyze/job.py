@@ -43,7 +43,6 @@ import contextlib
 import functools
 import gc
 import os
-import pickle
 import shutil
 import signal
 import sys
@@ -681,7 +680,7 @@ class _SparkMapper:
         self.sc, self.say, self.size = sc, say, size
 
     def __call__(self, label: str, function: Callable[[Any], Any], items: list[Any]) -> list[Any]:
-        from amqp_codec.analyze.pickling import call_pickled
+        from amqp_codec.analyze.pickling import call_pickled, pickled_each, unpickled_each
 
         if not items:
             return []
@@ -695,13 +694,13 @@ class _SparkMapper:
         task = functools.partial(call_pickled, function)
         with self.say.watch(self.sc, group, label, total, len(items)):
             if len(items) <= cores:
-                done = self.sc.parallelize(_pickled(items), len(items)).map(task).collect()
-                return _unpickled(done)
-            first = self.sc.parallelize(_pickled(items[:cores]), cores).map(task)
+                done = self.sc.parallelize(pickled_each(items), len(items)).map(task).collect()
+                return unpickled_each(done)
+            first = self.sc.parallelize(pickled_each(items[:cores]), cores).map(task)
             begun = _FirstJob(self.sc, group, label, first)
-            rest = _pickled(items[cores:])
+            rest = pickled_each(items[cores:])
             try:
-                later = _unpickled(self.sc.parallelize(rest, len(rest)).map(task).collect())
+                later = unpickled_each(self.sc.parallelize(rest, len(rest)).map(task).collect())
             except BaseException as error:
                 cause = begun.failure  # it failed first, and cancelled this job
                 # Not waited for: an interrupt is acted on at once, and a failed run stops
@@ -710,15 +709,7 @@ class _SparkMapper:
                 if cause is not None and isinstance(error, Exception):
                     raise cause from None
                 raise
-            return _unpickled(begun.result()) + later
-
-
-def _pickled(items: list[Any]) -> list[bytes]:
-    return [pickle.dumps(item, pickle.HIGHEST_PROTOCOL) for item in items]
-
-
-def _unpickled(results: list[bytes]) -> list[Any]:
-    return [pickle.loads(result) for result in results]
+            return unpickled_each(begun.result()) + later
 
 
 def _cancel(sc: SparkContext, group: str) -> None:

@@ -8,7 +8,7 @@ import pickle
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["call_pickled", "pickled_by_fields"]
+__all__ = ["call_pickled", "pickled_by_fields", "pickled_each", "unpickled_each"]
 
 _Record = TypeVar("_Record", bound=type)
 
@@ -48,3 +48,13 @@ def call_pickled(function: Callable[[Any], Any], item: bytes) -> bytes:
     standard pickler, three scans' results 0.18-0.19 s and 0.10 s. Pickled here, Spark
     carries bytes."""
     return pickle.dumps(function(pickle.loads(item)), pickle.HIGHEST_PROTOCOL)
+
+
+def pickled_each(items: list[Any]) -> list[bytes]:
+    """The items of a stage, each pickled for :func:`call_pickled`."""
+    return [pickle.dumps(item, pickle.HIGHEST_PROTOCOL) for item in items]
+
+
+def unpickled_each(results: list[bytes]) -> list[Any]:
+    """The results :func:`call_pickled` gave, each unpickled."""
+    return [pickle.loads(result) for result in results]

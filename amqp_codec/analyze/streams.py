@@ -266,11 +266,12 @@ def method_json(method: Method) -> str:
     return "".join(parts)
 
 
-def _method_json(method: Method) -> str:
-    """:func:`method_json` of ``method``, remembered: repeated methods (same fields,
-    reserved ones included) are encoded once (see :data:`_METHOD_JSON`)."""
+def _method_json(method: Method, size: int) -> str:
+    """:func:`method_json` of ``method``, whose frame is ``size`` bytes, remembered if that
+    frame is small: repeated methods (same fields, reserved ones included) are encoded once
+    (see :data:`_METHOD_JSON`)."""
     kind = type(method)
-    if kind in _UNHASHABLE_METHODS:
+    if size > _JSON_CACHE_FRAME or kind in _UNHASHABLE_METHODS:
         return method_json(method)
     reserved = _RESERVED_ATTRS.get(kind)
     if reserved is None:
@@ -1087,7 +1088,7 @@ class DirectionDissector:
         fields: str | None = None
         if kind == "method":
             method = frame.method  # type: ignore[union-attr]
-            fields = _method_json(method) if size <= _JSON_CACHE_FRAME else method_json(method)
+            fields = _method_json(method, size)
         elif frame_class is ContentHeaderFrame:
             # The message's headers column is the same JSON: worked out once.
             fields, properties = header_json(frame)  # type: ignore[arg-type]
